@@ -1,0 +1,24 @@
+"""Every dtype and array-layout constant of the package, fixed once.
+
+Kernels compile one specialisation per distinct argument type, so the Python
+side converts arrays to these dtypes before any kernel runs: each kernel then
+compiles exactly once (and is cached on disk by Numba).
+"""
+
+import numpy as np
+
+X_DTYPE = np.float64  # raw feature values
+X_BINNED_DTYPE = np.uint8  # bin index of a value; MISSING_BIN is reserved for NaN
+Y_DTYPE = np.float64  # targets (class indices are stored as float64 too)
+G_H_DTYPE = np.float32  # per-row gradient and hessian
+SUM_DTYPE = np.float64  # histogram sums, leaf values, raw scores
+INDEX_DTYPE = np.uint32  # row indices inside the grower
+NODE_DTYPE = np.int32  # node indices and feature indices inside trees
+
+MAX_BINS = 255  # bins for non-missing values: 0 .. MAX_BINS - 1
+MISSING_BIN = 255  # always the last of the N_BINS histogram slots
+N_BINS = 256  # histogram slots per feature: MAX_BINS value bins + 1 missing bin
+# A histogram is float64 of shape (n_features, N_BINS, 3): sum of gradients,
+# sum of hessians and row count for each bin, interleaved so that one update
+# touches one cache line.
+HIST_G, HIST_H, HIST_C = 0, 1, 2

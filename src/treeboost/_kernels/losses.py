@@ -1,0 +1,136 @@
+"""Per-row gradients and hessians of the built-in losses, one parallel loop each.
+
+Conventions: ``raw`` is the raw score F, ``g = dL/dF`` and ``h = d2L/dF2``
+are multiplied by the sample weight and written as float32. Every loop has
+the signature (y, raw, sample_weight, gradient, hessian[, parameter]), with
+float64 inputs and float32 outputs, so each compiles once.
+"""
+
+import math
+
+from numba import prange
+
+from ._jit import parallel_kernel
+
+
+@parallel_kernel
+def grad_hess_squared_error(y, raw, sample_weight, gradient, hessian):
+    """L = (y - F)^2 / 2: g = F - y, h = 1."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        gradient[i] = w * (raw[i] - y[i])
+        hessian[i] = w
+
+
+@parallel_kernel
+def grad_hess_absolute_error(y, raw, sample_weight, gradient, hessian):
+    """L = |y - F|: g = sign(F - y); h = 1 for growing (leaves are medians)."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        d = raw[i] - y[i]
+        gradient[i] = w * (1.0 if d > 0 else (-1.0 if d < 0 else 0.0))
+        hessian[i] = w
+
+
+@parallel_kernel
+def grad_hess_huber(y, raw, sample_weight, gradient, hessian, delta):
+    """Huber with threshold delta: g = clip(F - y, -delta, delta), h = 1."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        d = raw[i] - y[i]
+        if d > delta:
+            d = delta
+        elif d < -delta:
+            d = -delta
+        gradient[i] = w * d
+        hessian[i] = w
+
+
+@parallel_kernel
+def grad_hess_quantile(y, raw, sample_weight, gradient, hessian, alpha):
+    """Pinball loss: g = -alpha if y > F else 1 - alpha; h = 1 for growing."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        gradient[i] = w * (-alpha if y[i] > raw[i] else 1.0 - alpha)
+        hessian[i] = w
+
+
+@parallel_kernel
+def grad_hess_poisson(y, raw, sample_weight, gradient, hessian):
+    """L = exp(F) - y F (log link): g = exp(F) - y, h = exp(F)."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        mu = math.exp(raw[i])
+        gradient[i] = w * (mu - y[i])
+        hessian[i] = w * mu
+
+
+@parallel_kernel
+def grad_hess_gamma(y, raw, sample_weight, gradient, hessian):
+    """L = y exp(-F) + F (log link): g = 1 - y exp(-F), h = y exp(-F)."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        t = y[i] * math.exp(-raw[i])
+        gradient[i] = w * (1.0 - t)
+        hessian[i] = w * t
+
+
+@parallel_kernel
+def grad_hess_tweedie(y, raw, sample_weight, gradient, hessian, power):
+    """Tweedie deviance (log link), 1 < power < 2 or power > 2."""
+    a = 1.0 - power
+    b = 2.0 - power
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        ea = math.exp(a * raw[i])
+        eb = math.exp(b * raw[i])
+        gradient[i] = w * (-y[i] * ea + eb)
+        hessian[i] = w * (-y[i] * a * ea + b * eb)
+
+
+@parallel_kernel
+def grad_hess_log_loss(y, raw, sample_weight, gradient, hessian):
+    """Binary log-loss on y in {0, 1}: g = p - y, h = p (1 - p)."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        f = raw[i]
+        # numerically safe sigmoid on both sides
+        if f >= 0:
+            p = 1.0 / (1.0 + math.exp(-f))
+        else:
+            e = math.exp(f)
+            p = e / (1.0 + e)
+        gradient[i] = w * (p - y[i])
+        hessian[i] = w * p * (1.0 - p)
+
+
+@parallel_kernel
+def grad_hess_exponential(y, raw, sample_weight, gradient, hessian):
+    """AdaBoost loss exp(-s F) with s = 2y - 1: g = -s exp(-s F), h = exp(-s F)."""
+    for i in prange(y.shape[0]):
+        w = sample_weight[i]
+        s = 2.0 * y[i] - 1.0
+        e = math.exp(-s * raw[i])
+        gradient[i] = -w * s * e
+        hessian[i] = w * e
+
+
+@parallel_kernel
+def grad_hess_softmax(y, raw, sample_weight, gradient, hessian, hessian_factor):
+    """Multinomial log-loss: g_k = p_k - [y = k], h_k = factor p_k (1 - p_k)."""
+    # raw, gradient, hessian: shape (n_classes, n_samples)
+    n_classes, n_samples = raw.shape
+    for i in prange(n_samples):
+        w = sample_weight[i]
+        m = raw[0, i]
+        for k in range(1, n_classes):
+            if raw[k, i] > m:
+                m = raw[k, i]
+        s = 0.0
+        for k in range(n_classes):
+            s += math.exp(raw[k, i] - m)
+        label = int(y[i])
+        for k in range(n_classes):
+            p = math.exp(raw[k, i] - m) / s
+            gradient[k, i] = w * (p - (1.0 if k == label else 0.0))
+            hessian[k, i] = w * hessian_factor * p * (1.0 - p)

@@ -1,0 +1,87 @@
+"""Stable parallel partition of a node's rows, and raw-score updates.
+
+The rows of a node are a contiguous slice of one index array. A split
+rearranges that slice in place so the left child's rows come first, each side
+keeping the original (ascending) order:
+
+    before  [ 3  5  8  9 12 15 ]      goes left?  5, 9, 15
+    after   [ 5  9 15 | 3  8 12 ]
+            `- left -' `- right '
+
+Chunks of rows are split into two scratch buffers in parallel, then copied
+back at offsets given by the chunks' counts. The result does not depend on
+the number of threads or chunks.
+"""
+
+import numpy as np
+from numba import prange
+
+from ._jit import parallel_kernel
+
+_CHUNK = 16384  # rows per task
+
+
+@parallel_kernel
+def partition_rows(sample_indices, X_binned, feature, bin_threshold, missing_left,
+                   missing_bin, left_buffer, right_buffer):
+    """Reorder ``sample_indices`` in place, left child first; return n_left."""
+    # sample_indices: uint32 (n_node,)                 # IN/OUT
+    # X_binned: uint8 (n_samples, n_features) F order # IN
+    # left_buffer, right_buffer: uint32 (>= n_node,)  # scratch
+    n = sample_indices.shape[0]
+    n_chunks = (n + _CHUNK - 1) // _CHUNK
+    n_left_in = np.zeros(n_chunks, dtype=np.int64)
+    n_right_in = np.zeros(n_chunks, dtype=np.int64)
+    col = X_binned[:, feature]
+    for c in prange(n_chunks):
+        start = c * _CHUNK
+        stop = min(start + _CHUNK, n)
+        nl = 0
+        nr = 0
+        for i in range(start, stop):
+            j = sample_indices[i]
+            b = col[j]
+            if b == missing_bin:
+                go_left = missing_left
+            else:
+                go_left = b <= bin_threshold
+            if go_left:
+                left_buffer[start + nl] = j
+                nl += 1
+            else:
+                right_buffer[start + nr] = j
+                nr += 1
+        n_left_in[c] = nl
+        n_right_in[c] = nr
+    left_offset = np.zeros(n_chunks, dtype=np.int64)
+    right_offset = np.zeros(n_chunks, dtype=np.int64)
+    total_left = 0
+    for c in range(n_chunks):
+        left_offset[c] = total_left
+        total_left += n_left_in[c]
+    acc = total_left
+    for c in range(n_chunks):
+        right_offset[c] = acc
+        acc += n_right_in[c]
+    for c in prange(n_chunks):
+        start = c * _CHUNK
+        lo = left_offset[c]
+        for i in range(n_left_in[c]):
+            sample_indices[lo + i] = left_buffer[start + i]
+        ro = right_offset[c]
+        for i in range(n_right_in[c]):
+            sample_indices[ro + i] = right_buffer[start + i]
+    return total_left
+
+
+@parallel_kernel
+def add_leaf_values(raw_score, sample_indices, leaf_starts, leaf_stops, leaf_values):
+    """raw_score[rows of leaf j] += leaf_values[j] for every leaf j."""
+    # raw_score: float64 (n_samples,)               # IN/OUT
+    # sample_indices: uint32 (n_rows,)              # IN, grouped by leaf
+    # leaf_starts, leaf_stops: int64 (n_leaves,)    # IN
+    # leaf_values: float64 (n_leaves,)              # IN
+    for j in prange(leaf_values.shape[0]):
+        v = leaf_values[j]
+        for i in range(leaf_starts[j], leaf_stops[j]):
+            raw_score[sample_indices[i]] += v

@@ -1,0 +1,110 @@
+"""Binning: turn raw feature values into small integer bins, once per fit.
+
+``BinMapper.fit`` learns, for each feature, the upper edges of its bins:
+the midpoints between distinct values when a feature has at most
+``max_bins`` of them (so small data is split exactly like CART, SPEC §1.5),
+otherwise quantiles of a seeded subsample. NaN goes to the dedicated
+``MISSING_BIN``. ``transform`` maps values with x <= edges[b] to bin b, so a
+split "bin <= b" is the same as the raw threshold "x <= edges[b]".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._dtypes import MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
+from ._kernels.binning import map_to_bins
+
+#: rows sampled to compute quantile edges (LightGBM samples 200,000 as well)
+BIN_SUBSAMPLE = 200_000
+
+
+def _feature_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
+    """Upper bin edges of one feature (NaN already removed)."""
+    if values.size == 0:
+        return np.empty(0, dtype=X_DTYPE)
+    distinct = np.unique(values)
+    if distinct.size <= max_bins:
+        edges = distinct[:-1] + distinct[1:]
+        edges *= 0.5
+        return edges
+    percentiles = np.linspace(0, 100, max_bins + 1)[1:-1]
+    edges = np.percentile(values, percentiles, method="midpoint")
+    # ties in the data make equal quantiles; keep each edge once, and make
+    # sure no edge equals the maximum (the last bin must not be empty)
+    edges = np.unique(edges)
+    return edges[edges < distinct[-1]]
+
+
+class BinMapper:
+    """Learn bin edges per feature and map raw values to ``uint8`` bins.
+
+    Parameters
+    ----------
+    max_bins : int, default=255
+        Maximum number of bins for non-missing values of a feature (2 to 255).
+        Missing values always have their own extra bin.
+    subsample : int, default=200_000
+        Number of rows sampled (without replacement) to compute quantiles.
+    random_state : int or numpy.random.Generator, default=None
+        Seed of the row sample.
+
+    Attributes
+    ----------
+    bin_edges_ : ndarray of shape (n_features, max_bins - 1)
+        Upper edges of the bins, padded with +inf after ``n_edges_[f]``.
+    n_edges_ : ndarray of shape (n_features,)
+        Number of edges of each feature; it has ``n_edges_ + 1`` value bins.
+    n_bins_non_missing_ : ndarray of shape (n_features,)
+        Number of value bins of each feature.
+    has_missing_ : ndarray of shape (n_features,)
+        Whether the feature had missing values in the data seen by ``fit``.
+    """
+
+    def __init__(self, max_bins: int = 255, subsample: int = BIN_SUBSAMPLE,
+                 random_state=None):
+        self.max_bins = max_bins
+        self.subsample = subsample
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray) -> BinMapper:
+        """Learn the bin edges of every column of ``X`` (float64, NaN allowed)."""
+        n_samples, n_features = X.shape
+        rng = np.random.default_rng(self.random_state)
+        if n_samples > self.subsample:
+            rows = np.sort(rng.choice(n_samples, self.subsample, replace=False))
+            X = X[rows]
+        n_slots = max(self.max_bins - 1, 1)
+        self.bin_edges_ = np.full((n_features, n_slots), np.inf, dtype=X_DTYPE)
+        self.n_edges_ = np.zeros(n_features, dtype=np.int32)
+        self.has_missing_ = np.zeros(n_features, dtype=bool)
+        for f in range(n_features):
+            col = X[:, f]
+            nan = np.isnan(col)
+            self.has_missing_[f] = nan.any()
+            edges = _feature_edges(col[~nan] if self.has_missing_[f] else col,
+                                   self.max_bins)
+            self.bin_edges_[f, : edges.size] = edges
+            self.n_edges_[f] = edges.size
+        self.n_bins_non_missing_ = self.n_edges_ + 1
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Return the binned matrix, ``uint8`` in Fortran order (column-major)."""
+        X_binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        map_to_bins(X, self.bin_edges_, self.n_edges_, MISSING_BIN, X_binned)
+        return X_binned
+
+    def fit_transform(self, X: np.ndarray) -> np.ndarray:
+        """``fit`` then ``transform``."""
+        return self.fit(X).transform(X)
+
+    def thresholds(self, feature: np.ndarray, bin_threshold: np.ndarray) -> np.ndarray:
+        """Raw thresholds of splits given as (feature, bin): ``x <= edges[b]``.
+
+        A split that sends every value left and only missing values right has
+        ``bin_threshold == n_edges``; its threshold is the largest float.
+        """
+        thr = self.bin_edges_[feature, np.minimum(bin_threshold, self.bin_edges_.shape[1] - 1)]
+        thr = np.where(bin_threshold >= self.n_edges_[feature], np.finfo(X_DTYPE).max, thr)
+        return thr.astype(X_DTYPE)

@@ -1,0 +1,61 @@
+"""Command line: ``treeboost demo`` for now; ``train``, ``predict`` and ``study`` follow."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _demo(args) -> int:
+    """Train and evaluate on the datasets bundled with scikit-learn; print the metrics."""
+    import numpy as np
+    from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_wine
+    from sklearn.metrics import accuracy_score, log_loss, mean_squared_error, r2_score
+    from sklearn.model_selection import train_test_split
+
+    from .. import TreeBoostClassifier, TreeBoostRegressor
+
+    out = sys.stdout
+    out.write(f"{'dataset':<15}{'task':<12}{'rows':>6}{'feats':>6}  metrics (20% test split, "
+              f"seed {args.seed})\n")
+    cases = [("breast_cancer", load_breast_cancer, "binary"),
+             ("wine", load_wine, "multiclass"),
+             ("digits", load_digits, "multiclass"),
+             ("diabetes", load_diabetes, "regression")]
+    for name, loader, task in cases:
+        X, y = loader(return_X_y=True)
+        stratify = None if task == "regression" else y
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=args.seed,
+                                              stratify=stratify)
+        params = dict(n_estimators=args.n_estimators, learning_rate=args.learning_rate,
+                      random_state=args.seed)
+        t0 = time.perf_counter()
+        if task == "regression":
+            model = TreeBoostRegressor(**params).fit(Xtr, ytr)
+            pred = model.predict(Xte)
+            metrics = (f"rmse={np.sqrt(mean_squared_error(yte, pred)):.4f} "
+                       f"r2={r2_score(yte, pred):.4f}")
+        else:
+            model = TreeBoostClassifier(**params).fit(Xtr, ytr)
+            proba = model.predict_proba(Xte)
+            metrics = (f"accuracy={accuracy_score(yte, model.classes_[proba.argmax(1)]):.4f} "
+                       f"log_loss={log_loss(yte, proba, labels=model.classes_):.4f}")
+        seconds = time.perf_counter() - t0
+        out.write(f"{name:<15}{task:<12}{X.shape[0]:>6}{X.shape[1]:>6}  {metrics}  "
+                  f"({seconds:.2f} s)\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``treeboost`` console script."""
+    parser = argparse.ArgumentParser(prog="treeboost", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    demo = sub.add_parser("demo", help="train and evaluate on scikit-learn's bundled datasets")
+    demo.add_argument("--n-estimators", type=int, default=100)
+    demo.add_argument("--learning-rate", type=float, default=0.1)
+    demo.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["demo", *(argv or [])])
+    return _demo(args)

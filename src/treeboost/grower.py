@@ -1,0 +1,248 @@
+"""TreeGrower: grow one regression tree on gradients and hessians, leaf-wise.
+
+Best-first growth (Shi 2007; LightGBM's leaf-wise growth): keep the
+splittable leaves in a heap keyed by their best gain and always split the
+leaf with the largest gain, until ``max_leaf_nodes`` leaves exist or no leaf
+has a valid split. Each split partitions the node's slice of the row-index
+array in place; the smaller child's histogram is built from its rows and the
+larger child's is the parent's minus the smaller's (in the parent's buffer).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._dtypes import (G_H_DTYPE, HIST_C, HIST_G, HIST_H, INDEX_DTYPE, MISSING_BIN, N_BINS,
+                      NODE_DTYPE, SUM_DTYPE)
+from ._kernels.histogram import build_histograms, build_histograms_root
+from ._kernels.partition import partition_rows
+from ._kernels.splitting import (BIN, GAIN, LEFT_C, LEFT_G, LEFT_H, MISSING_LEFT,
+                                 N_SPLIT_COLUMNS, find_best_splits)
+
+
+@dataclass
+class GrowerParams:
+    """Tree-size and regularisation parameters of the grower (SPEC §1.4)."""
+
+    max_leaf_nodes: int | None = 31
+    max_depth: int | None = None
+    min_samples_leaf: int = 20
+    min_child_weight: float = 1e-3
+    min_split_gain: float = 0.0
+    reg_lambda: float = 0.0
+    reg_alpha: float = 0.0
+    colsample_bynode: float = 1.0
+
+
+class _Node:
+    __slots__ = ("node_id", "start", "stop", "sum_g", "sum_h", "count", "depth", "hist",
+                 "split")
+
+    def __init__(self, node_id, start, stop, sum_g, sum_h, count, depth):
+        self.node_id = node_id
+        self.start = start
+        self.stop = stop
+        self.sum_g = sum_g
+        self.sum_h = sum_h
+        self.count = count
+        self.depth = depth
+        self.hist = None
+        self.split = None  # (gain, feature, bin, missing_left, gl, hl, cl)
+
+
+@dataclass
+class GrownTree:
+    """What the grower returns: node arrays in bin space and each leaf's rows.
+
+    The rows of leaf j are ``sample_indices[leaf_starts[j]:leaf_stops[j]]``
+    (``sample_indices`` reordered in place by the grower).
+    """
+
+    feature: np.ndarray
+    bin_threshold: np.ndarray
+    missing_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    gain: np.ndarray
+    count: np.ndarray
+    sum_g: np.ndarray
+    sum_h: np.ndarray
+    leaf_nodes: np.ndarray
+    leaf_starts: np.ndarray
+    leaf_stops: np.ndarray
+
+
+class TreeGrower:
+    """Grow trees on one binned training matrix, reusing buffers across trees.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_samples, n_features), dtype uint8, Fortran order
+        Binned training data.
+    n_bins_non_missing : ndarray of shape (n_features,), dtype int32
+        Value bins of each feature (``BinMapper.n_bins_non_missing_``).
+    params : GrowerParams
+        Tree size and regularisation.
+    """
+
+    def __init__(self, X_binned: np.ndarray, n_bins_non_missing: np.ndarray,
+                 params: GrowerParams):
+        self.X_binned = X_binned
+        self.n_bins_non_missing = np.ascontiguousarray(n_bins_non_missing, dtype=NODE_DTYPE)
+        self.params = params
+        n_samples, self.n_features = X_binned.shape
+        self._left_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
+        self._right_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
+        self._ordered_g = np.empty(n_samples, dtype=G_H_DTYPE)
+        self._ordered_h = np.empty(n_samples, dtype=G_H_DTYPE)
+        self._pool: list[np.ndarray] = []
+
+    # ---- histogram buffers ---------------------------------------------------
+    def _new_hist(self) -> np.ndarray:
+        hist = self._pool.pop() if self._pool else np.empty(
+            (self.n_features, N_BINS, 3), dtype=SUM_DTYPE)
+        hist.fill(0.0)
+        return hist
+
+    def _release(self, node: _Node) -> None:
+        if node.hist is not None:
+            self._pool.append(node.hist)
+            node.hist = None
+
+    # ---- split search -----------------------------------------------------------
+    def _can_split(self, node: _Node) -> bool:
+        p = self.params
+        if p.max_depth is not None and node.depth >= p.max_depth:
+            return False
+        return (node.count >= 2 * p.min_samples_leaf
+                and node.sum_h >= 2 * p.min_child_weight)
+
+    def _find_split(self, node: _Node, features: np.ndarray, rng) -> None:
+        p = self.params
+        if p.colsample_bynode < 1.0:
+            k = max(1, int(round(p.colsample_bynode * features.size)))
+            features = np.sort(rng.choice(features, k, replace=False)).astype(NODE_DTYPE)
+        out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
+        find_best_splits(node.hist, features, self.n_bins_non_missing, MISSING_BIN,
+                         node.sum_g, node.sum_h, float(node.count), p.reg_lambda,
+                         p.reg_alpha, float(p.min_samples_leaf), p.min_child_weight, out)
+        best = int(np.argmax(out[:, GAIN]))  # first maximum: lowest feature wins ties
+        gain = out[best, GAIN]
+        if gain > p.min_split_gain and gain > 0.0:
+            row = out[best]
+            node.split = (gain, int(features[best]), int(row[BIN]), int(row[MISSING_LEFT]),
+                          row[LEFT_G], row[LEFT_H], int(row[LEFT_C]))
+
+    # ---- growth -------------------------------------------------------------------
+    def grow(self, gradient: np.ndarray, hessian: np.ndarray, sample_indices: np.ndarray,
+             features: np.ndarray, rng=None, all_rows: bool = False) -> GrownTree:
+        """Grow one tree.
+
+        Parameters
+        ----------
+        gradient, hessian : ndarray of shape (n_samples,), dtype float32
+            Per-row derivatives of the loss (weighted).
+        sample_indices : ndarray of shape (n_rows,), dtype uint32
+            Rows of this tree (sorted); reordered in place, grouped by leaf.
+        features : ndarray of shape (n_used,), dtype int32
+            Features this tree may split on (``colsample_bytree``).
+        rng : numpy.random.Generator, default=None
+            Source of ``colsample_bynode`` draws.
+        all_rows : bool, default=False
+            True when ``sample_indices`` is every row in order, which lets the
+            root histogram skip the index indirection.
+
+        Returns
+        -------
+        GrownTree
+        """
+        p = self.params
+        root = _Node(0, 0, sample_indices.size, 0.0, 0.0, sample_indices.size, 0)
+        root.hist = self._new_hist()
+        if all_rows:
+            build_histograms_root(self.X_binned, gradient, hessian, features, root.hist)
+        else:
+            build_histograms(self.X_binned, sample_indices, gradient, hessian, features,
+                             self._ordered_g, self._ordered_h, root.hist)
+        totals = root.hist[features[0]].sum(axis=0)
+        root.sum_g, root.sum_h = float(totals[HIST_G]), float(totals[HIST_H])
+        nodes = [root]
+        children: dict[int, tuple[int, int]] = {}
+        heap: list[tuple[float, int]] = []
+        if self._can_split(root):
+            self._find_split(root, features, rng)
+            if root.split is not None:
+                heapq.heappush(heap, (-root.split[0], 0))
+        n_leaves = 1
+        max_leaves = p.max_leaf_nodes if p.max_leaf_nodes is not None else np.inf
+        while heap and n_leaves < max_leaves:
+            _, node_id = heapq.heappop(heap)
+            parent = nodes[node_id]
+            left, right = self._split(parent, sample_indices, len(nodes))
+            nodes += [left, right]
+            children[node_id] = (left.node_id, right.node_id)
+            n_leaves += 1
+            if n_leaves < max_leaves:
+                self._children_histograms(parent, left, right, sample_indices, gradient,
+                                          hessian, features)
+                for child in (left, right):
+                    if child.hist is not None and self._can_split(child):
+                        self._find_split(child, features, rng)
+                    if child.split is not None:
+                        heapq.heappush(heap, (-child.split[0], child.node_id))
+                    else:
+                        self._release(child)
+            self._release(parent)
+        for node in nodes:
+            self._release(node)
+        return self._assemble(nodes, children)
+
+    def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
+        _, feature, bin_thr, missing_left, gl, hl, cl = parent.split
+        rows = sample_indices[parent.start:parent.stop]
+        n_left = partition_rows(rows, self.X_binned, feature, bin_thr, bool(missing_left),
+                                MISSING_BIN, self._left_buffer, self._right_buffer)
+        mid = parent.start + int(n_left)
+        left = _Node(next_id, parent.start, mid, gl, hl, cl, parent.depth + 1)
+        right = _Node(next_id + 1, mid, parent.stop, parent.sum_g - gl, parent.sum_h - hl,
+                      parent.count - cl, parent.depth + 1)
+        return left, right
+
+    def _children_histograms(self, parent, left, right, sample_indices, gradient, hessian,
+                             features):
+        if not (self._can_split(left) or self._can_split(right)):
+            return
+        small, large = (left, right) if left.count <= right.count else (right, left)
+        small.hist = self._new_hist()
+        build_histograms(self.X_binned, sample_indices[small.start:small.stop], gradient,
+                         hessian, features, self._ordered_g, self._ordered_h, small.hist)
+        # the larger child's histogram is the parent's minus the smaller's
+        large.hist, parent.hist = parent.hist, None
+        np.subtract(large.hist, small.hist, out=large.hist)
+
+    @staticmethod
+    def _assemble(nodes: list[_Node], children: dict[int, tuple[int, int]]) -> GrownTree:
+        n = len(nodes)
+        feature = np.full(n, -1, dtype=NODE_DTYPE)
+        bin_thr = np.full(n, -1, dtype=NODE_DTYPE)
+        missing_left = np.zeros(n, dtype=np.uint8)
+        left = np.full(n, -1, dtype=NODE_DTYPE)
+        right = np.full(n, -1, dtype=NODE_DTYPE)
+        gain = np.zeros(n, dtype=SUM_DTYPE)
+        for node_id, (lc, rc) in children.items():
+            g, f, b, ml, *_ = nodes[node_id].split
+            feature[node_id], bin_thr[node_id], missing_left[node_id] = f, b, ml
+            left[node_id], right[node_id], gain[node_id] = lc, rc, g
+        leaves = np.flatnonzero(left < 0)
+        return GrownTree(
+            feature=feature, bin_threshold=bin_thr, missing_left=missing_left, left=left,
+            right=right, gain=gain,
+            count=np.array([nd.count for nd in nodes], dtype=np.int64),
+            sum_g=np.array([nd.sum_g for nd in nodes], dtype=SUM_DTYPE),
+            sum_h=np.array([nd.sum_h for nd in nodes], dtype=SUM_DTYPE),
+            leaf_nodes=leaves,
+            leaf_starts=np.array([nodes[j].start for j in leaves], dtype=np.int64),
+            leaf_stops=np.array([nodes[j].stop for j in leaves], dtype=np.int64))

@@ -1,0 +1,123 @@
+"""The Loss interface: F0, gradients and hessians, leaf line search, link, metric.
+
+A loss works on raw scores of shape (n_outputs, n_samples) (n_outputs is 1
+except for softmax) and float64 targets. ``gradient_hessian`` fills float32
+arrays through a Numba kernel and may return a per-stage context (Huber's
+delta) that ``leaf_values`` then receives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, alpha: float) -> float:
+    """Minimiser of the weighted pinball loss: the weighted alpha-quantile.
+
+    When the cumulative weight hits ``alpha * total`` exactly, every value
+    between the two neighbouring order statistics is a minimiser; the
+    midpoint is returned, so with unit weights and alpha = 0.5 this equals
+    ``np.median``.
+    """
+    if values.size == 0:
+        return 0.0
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    cw = np.cumsum(weights[order])
+    target = alpha * cw[-1]
+    lo = min(int(np.searchsorted(cw, target, side="left")), v.size - 1)
+    hi = min(int(np.searchsorted(cw, target, side="right")), v.size - 1)
+    # guard against the cumulative sum's rounding at the exact boundary
+    if not np.isclose(cw[lo], target, rtol=1e-12, atol=0.0):
+        hi = lo
+    return 0.5 * (float(v[lo]) + float(v[hi]))
+
+
+def newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha):
+    """-T(G) / (H + lambda), T the L1 soft-threshold (XGBoost eq. 5)."""
+    g = np.asarray(sum_g, dtype=np.float64)
+    t = np.sign(g) * np.maximum(np.abs(g) - reg_alpha, 0.0)
+    den = np.asarray(sum_h, dtype=np.float64) + reg_lambda
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(den > 0, -t / np.where(den > 0, den, 1.0), 0.0)
+    return out
+
+
+class Loss:
+    """Base class of every loss; subclasses set the class attributes below.
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    link : str
+        ``"identity"``, ``"log"``, ``"logit"`` or ``"softmax"``: maps raw
+        scores to predictions.
+    is_classification : bool
+        Whether targets are class indices.
+    n_outputs : int
+        Raw scores per row (the number of classes for softmax, else 1).
+    exact_leaves : bool
+        Whether leaves are set by a loss-specific line search instead of the
+        Newton step computed from gradient and hessian sums.
+    """
+
+    name = "base"
+    link = "identity"
+    is_classification = False
+    n_outputs = 1
+    exact_leaves = False
+
+    # ---- targets ------------------------------------------------------
+    def validate_target(self, y: np.ndarray) -> None:
+        """Raise ``ValueError`` if ``y`` is outside the loss's domain."""
+
+    # ---- the optimisation ---------------------------------------------
+    def pointwise(self, y: np.ndarray, raw: np.ndarray) -> np.ndarray:
+        """Loss of each row, shape (n_samples,)."""
+        raise NotImplementedError
+
+    def __call__(self, y, raw, sample_weight=None) -> float:
+        """Weighted mean loss of raw scores ``raw`` (n_outputs, n_samples)."""
+        values = self.pointwise(y, raw)
+        return float(np.average(values, weights=sample_weight))
+
+    def init_score(self, y: np.ndarray, sample_weight: np.ndarray) -> np.ndarray:
+        """F0: the constant raw score minimising the weighted loss, shape (n_outputs,)."""
+        return np.array([self._numeric_init(y, sample_weight)])
+
+    def _numeric_init(self, y, sample_weight) -> float:
+        """argmin_c sum w L(y, c) by Brent's method, bracketed around the targets."""
+        def objective(c):
+            return self(y, np.full((1, y.size), c), sample_weight)
+
+        lo, hi = float(np.min(y)), float(np.max(y))
+        res = minimize_scalar(objective, bounds=(lo, hi) if hi > lo else (lo - 1, lo + 1),
+                              method="bounded", options={"xatol": 1e-10})
+        return float(res.x)
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """Fill ``gradient`` and ``hessian`` (float32, like ``raw``); return a stage context."""
+        raise NotImplementedError
+
+    def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
+                    sum_g, sum_h, context, reg_lambda, reg_alpha) -> np.ndarray:
+        """Value of each leaf before shrinkage; Newton's step unless overridden."""
+        return newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha)
+
+    # ---- predictions ----------------------------------------------------
+    def inverse_link(self, raw: np.ndarray) -> np.ndarray:
+        """Predictions (mean, probability) from raw scores of shape (n_outputs, n)."""
+        if self.link == "identity":
+            return raw[0]
+        if self.link == "log":
+            return np.exp(raw[0])
+        if self.link == "logit":
+            return 1.0 / (1.0 + np.exp(-raw[0]))
+        raise NotImplementedError(self.link)
+
+    def get_params(self) -> dict:
+        """Parameters that, with ``name``, rebuild this loss (saved in model files)."""
+        return {}

@@ -1,0 +1,237 @@
+"""Regression losses: squared, absolute, Huber, quantile, Poisson, gamma, Tweedie."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dtypes import SUM_DTYPE
+from .._kernels import losses as k
+from .base import Loss, weighted_quantile
+
+
+def _exact_leaves(quantile_fn, y, raw, sample_weight, sample_indices, leaf_starts,
+                  leaf_stops):
+    """Leaf values by a line search over each leaf's residuals y - F."""
+    values = np.empty(leaf_starts.size, dtype=SUM_DTYPE)
+    for j, (start, stop) in enumerate(zip(leaf_starts, leaf_stops)):
+        rows = sample_indices[start:stop]
+        values[j] = quantile_fn(y[rows] - raw[rows], sample_weight[rows])
+    return values
+
+
+class SquaredError(Loss):
+    """L = (y - F)^2 / 2; F0 is the weighted mean, leaves the mean residual."""
+
+    name = "squared_error"
+
+    def pointwise(self, y, raw):
+        """Half squared error of each row."""
+        return 0.5 * (y - raw[0]) ** 2
+
+    def init_score(self, y, sample_weight):
+        """The weighted mean of y."""
+        return np.array([np.average(y, weights=sample_weight)])
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """g = F - y, h = 1."""
+        k.grad_hess_squared_error(y, raw[0], sample_weight, gradient[0], hessian[0])
+
+
+class AbsoluteError(Loss):
+    """L = |y - F|; F0 and leaves are weighted medians (Friedman's LAD_TreeBoost)."""
+
+    name = "absolute_error"
+    exact_leaves = True
+
+    def pointwise(self, y, raw):
+        """Absolute error of each row."""
+        return np.abs(y - raw[0])
+
+    def init_score(self, y, sample_weight):
+        """The weighted median of y."""
+        return np.array([weighted_quantile(y, sample_weight, 0.5)])
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """g = sign(F - y), h = 1."""
+        k.grad_hess_absolute_error(y, raw[0], sample_weight, gradient[0], hessian[0])
+
+    def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
+                    sum_g, sum_h, context, reg_lambda, reg_alpha):
+        """Weighted median of each leaf's residuals."""
+        return _exact_leaves(lambda r, w: weighted_quantile(r, w, 0.5), y, raw[0],
+                             sample_weight, sample_indices, leaf_starts, leaf_stops)
+
+
+class Quantile(Loss):
+    """Pinball loss of level ``alpha``; F0 and leaves are weighted alpha-quantiles."""
+
+    name = "quantile"
+    exact_leaves = True
+
+    def __init__(self, alpha: float = 0.9):
+        self.alpha = float(alpha)
+
+    def pointwise(self, y, raw):
+        """Pinball loss of each row."""
+        d = y - raw[0]
+        return np.where(d > 0, self.alpha * d, (self.alpha - 1.0) * d)
+
+    def init_score(self, y, sample_weight):
+        """The weighted alpha-quantile of y."""
+        return np.array([weighted_quantile(y, sample_weight, self.alpha)])
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """g = -alpha if y > F else 1 - alpha, h = 1."""
+        k.grad_hess_quantile(y, raw[0], sample_weight, gradient[0], hessian[0], self.alpha)
+
+    def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
+                    sum_g, sum_h, context, reg_lambda, reg_alpha):
+        """Weighted alpha-quantile of each leaf's residuals."""
+        return _exact_leaves(lambda r, w: weighted_quantile(r, w, self.alpha), y, raw[0],
+                             sample_weight, sample_indices, leaf_starts, leaf_stops)
+
+    def get_params(self):
+        """``alpha``."""
+        return {"alpha": self.alpha}
+
+
+class Huber(Loss):
+    """Huber loss; delta is the alpha-quantile of |y - F| at each stage (Friedman 2001).
+
+    Leaves take Friedman's M-regression step: the median residual plus the
+    mean of the residuals' deviations from it clipped to [-delta, delta].
+    """
+
+    name = "huber"
+    exact_leaves = True
+
+    def __init__(self, alpha: float = 0.9):
+        self.alpha = float(alpha)
+
+    def _delta(self, y, raw, sample_weight):
+        return weighted_quantile(np.abs(y - raw[0]), sample_weight, self.alpha)
+
+    def pointwise(self, y, raw, delta=None):
+        """Huber loss of each row, delta from the current residuals if not given."""
+        d = np.abs(y - raw[0])
+        if delta is None:
+            delta = weighted_quantile(d, np.ones_like(d), self.alpha)
+        return np.where(d <= delta, 0.5 * d**2, delta * (d - 0.5 * delta))
+
+    def __call__(self, y, raw, sample_weight=None):
+        """Weighted mean Huber loss, delta the weighted alpha-quantile of |y - F|."""
+        w = np.ones_like(y) if sample_weight is None else sample_weight
+        delta = self._delta(y, raw, w)
+        return float(np.average(self.pointwise(y, raw, delta), weights=w))
+
+    def init_score(self, y, sample_weight):
+        """argmin_c of the Huber loss with delta set from |y - median(y)|."""
+        med = weighted_quantile(y, sample_weight, 0.5)
+        delta = weighted_quantile(np.abs(y - med), sample_weight, self.alpha)
+        from scipy.optimize import minimize_scalar
+
+        def objective(c):
+            d = np.abs(y - c)
+            return np.average(np.where(d <= delta, 0.5 * d**2, delta * (d - 0.5 * delta)),
+                              weights=sample_weight)
+
+        lo, hi = float(y.min()), float(y.max())
+        if hi <= lo:
+            return np.array([lo])
+        res = minimize_scalar(objective, bounds=(lo, hi), method="bounded",
+                              options={"xatol": 1e-10})
+        return np.array([float(res.x)])
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """g = clip(F - y, -delta, delta), h = 1; returns delta."""
+        delta = self._delta(y, raw, sample_weight)
+        k.grad_hess_huber(y, raw[0], sample_weight, gradient[0], hessian[0], delta)
+        return delta
+
+    def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
+                    sum_g, sum_h, context, reg_lambda, reg_alpha):
+        """Friedman's step: median + mean(clip(r - median, -delta, delta))."""
+        delta = context
+
+        def step(r, w):
+            med = weighted_quantile(r, w, 0.5)
+            return med + np.average(np.clip(r - med, -delta, delta), weights=w)
+
+        return _exact_leaves(step, y, raw[0], sample_weight, sample_indices, leaf_starts,
+                             leaf_stops)
+
+    def get_params(self):
+        """``alpha``."""
+        return {"alpha": self.alpha}
+
+
+class _LogLinkLoss(Loss):
+    """Losses with a log link: F0 = log of the weighted mean target."""
+
+    link = "log"
+    strictly_positive = False
+
+    def validate_target(self, y):
+        """Targets must be >= 0 (> 0 for gamma) with a positive mean."""
+        if self.strictly_positive and np.any(y <= 0):
+            raise ValueError(f"loss='{self.name}' requires strictly positive targets y > 0")
+        if np.any(y < 0):
+            raise ValueError(f"loss='{self.name}' requires non-negative targets y >= 0")
+        if not np.any(y > 0):
+            raise ValueError(f"loss='{self.name}' requires some positive targets")
+
+    def init_score(self, y, sample_weight):
+        """log of the weighted mean of y."""
+        return np.array([np.log(np.average(y, weights=sample_weight))])
+
+
+class Poisson(_LogLinkLoss):
+    """Poisson deviance / 2 with log link: L = exp(F) - y F."""
+
+    name = "poisson"
+
+    def pointwise(self, y, raw):
+        """exp(F) - y F for each row."""
+        return np.exp(raw[0]) - y * raw[0]
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """g = exp(F) - y, h = exp(F)."""
+        k.grad_hess_poisson(y, raw[0], sample_weight, gradient[0], hessian[0])
+
+
+class Gamma(_LogLinkLoss):
+    """Gamma deviance / 2 with log link: L = y exp(-F) + F."""
+
+    name = "gamma"
+    strictly_positive = True
+
+    def pointwise(self, y, raw):
+        """y exp(-F) + F for each row."""
+        return y * np.exp(-raw[0]) + raw[0]
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """g = 1 - y exp(-F), h = y exp(-F)."""
+        k.grad_hess_gamma(y, raw[0], sample_weight, gradient[0], hessian[0])
+
+
+class Tweedie(_LogLinkLoss):
+    """Tweedie deviance with log link and variance power ``power`` in (1, 2) or > 2."""
+
+    name = "tweedie"
+
+    def __init__(self, power: float = 1.5):
+        self.power = float(power)
+        self.strictly_positive = self.power >= 2
+
+    def pointwise(self, y, raw):
+        """-y exp((1-p)F)/(1-p) + exp((2-p)F)/(2-p) for each row."""
+        a, b = 1.0 - self.power, 2.0 - self.power
+        return -y * np.exp(a * raw[0]) / a + np.exp(b * raw[0]) / b
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """Derivatives of the deviance above."""
+        k.grad_hess_tweedie(y, raw[0], sample_weight, gradient[0], hessian[0], self.power)
+
+    def get_params(self):
+        """``power``."""
+        return {"power": self.power}

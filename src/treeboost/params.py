@@ -1,0 +1,151 @@
+"""The declarative table of estimator parameters, and ``validate``.
+
+One entry per parameter: type, bounds or choices, default and a one-line
+doc. The estimators check it in ``fit`` (never in ``__init__``); the command
+line and the study will build their options and search spaces from it, and a
+test checks that the estimators' docstrings describe every entry.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
+from .metrics import METRICS
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: ``kind`` is "int", "float", "str" or "random_state".
+
+    ``low``/``high`` bound numbers (``closed`` says which ends are allowed:
+    "both", "left", "right" or "neither"); ``choices`` lists allowed strings;
+    ``none_ok`` allows None; ``scope`` is "all", "regressor" or "classifier".
+    """
+
+    name: str
+    kind: str
+    default: object
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+    choices: tuple | None = None
+    none_ok: bool = False
+    scope: str = "all"
+
+    def describe(self) -> str:
+        """Human description of the allowed values, used in error messages."""
+        if self.kind in ("int", "float"):
+            lo = "-inf" if self.low is None else f"{self.low:g}"
+            hi = "inf" if self.high is None else f"{self.high:g}"
+            left = "[" if self.closed in ("both", "left") and self.low is not None else "("
+            right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
+            text = f"an {self.kind} in {left}{lo}, {hi}{right}" if self.kind == "int" \
+                else f"a float in {left}{lo}, {hi}{right}"
+        elif self.kind == "str":
+            text = f"one of {list(self.choices)}"
+        else:
+            text = "an int, a numpy RandomState or None"
+        return text + (" or None" if self.none_ok and self.kind != "random_state" else "")
+
+    def check(self, value) -> None:
+        """Raise ``TypeError``/``ValueError`` naming the parameter if ``value`` is invalid."""
+        msg = f"{self.name}={value!r} must be {self.describe()}"
+        if value is None:
+            if self.none_ok or self.kind == "random_state":
+                return
+            raise ValueError(msg)
+        if self.kind == "random_state":
+            if isinstance(value, np.random.RandomState) or (
+                    isinstance(value, numbers.Integral) and not isinstance(value, bool)):
+                return
+            raise TypeError(msg)
+        if self.kind == "str":
+            if not isinstance(value, str):
+                raise TypeError(msg)
+            if value not in self.choices:
+                raise ValueError(msg)
+            return
+        numeric = numbers.Integral if self.kind == "int" else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, numeric):
+            raise TypeError(msg)
+        if not math.isfinite(value):
+            raise ValueError(msg)
+        low_ok = self.low is None or (value >= self.low if self.closed in ("both", "left")
+                                      else value > self.low)
+        high_ok = self.high is None or (value <= self.high if self.closed in ("both", "right")
+                                        else value < self.high)
+        if not (low_ok and high_ok):
+            raise ValueError(msg)
+
+
+PARAMS = [
+    Param("loss", "str", "squared_error", "Loss to minimise (regressor).",
+          choices=tuple(REGRESSION_LOSSES), scope="regressor"),
+    Param("loss", "str", "log_loss",
+          "Loss to minimise: log-loss (binary or softmax), or exponential (AdaBoost, binary).",
+          choices=CLASSIFICATION_LOSSES, scope="classifier"),
+    Param("alpha", "float", 0.9, "Quantile of the quantile loss; quantile of |residual| "
+          "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor"),
+    Param("power", "float", 1.5, "Variance power of the Tweedie loss, in (1, 2) or > 2.",
+          low=1.0, closed="neither", scope="regressor"),
+    Param("n_estimators", "int", 100, "Number of boosting stages.", low=1),
+    Param("learning_rate", "float", 0.1, "Shrinkage nu applied to every leaf value.",
+          low=0.0, closed="right"),
+    Param("max_leaf_nodes", "int", 31, "Maximum leaves per tree (leaf-wise growth).",
+          low=2, none_ok=True),
+    Param("max_depth", "int", None, "Maximum depth of a tree (root at depth 0).",
+          low=1, none_ok=True),
+    Param("min_samples_leaf", "int", 20, "Minimum number of rows in a leaf.", low=1),
+    Param("min_child_weight", "float", 1e-3, "Minimum sum of hessians in a leaf.", low=0.0),
+    Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0),
+    Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0),
+    Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0),
+    Param("max_bins", "int", 255, "Maximum bins of non-missing values per feature.",
+          low=2, high=255),
+    Param("subsample", "float", 1.0, "Fraction of rows drawn without replacement per stage.",
+          low=0.0, high=1.0, closed="right"),
+    Param("colsample_bytree", "float", 1.0, "Fraction of features drawn per tree.",
+          low=0.0, high=1.0, closed="right"),
+    Param("colsample_bynode", "float", 1.0, "Fraction of a tree's features drawn per node.",
+          low=0.0, high=1.0, closed="right"),
+    Param("n_iter_no_change", "int", None, "Stop after this many stages without "
+          "improvement on the validation data; None disables early stopping.",
+          low=1, none_ok=True),
+    Param("tol", "float", 1e-7, "Minimum improvement of the monitored score that counts.",
+          low=0.0),
+    Param("validation_fraction", "float", 0.1, "Fraction of the training data held out "
+          "for early stopping when no eval_set is given; None monitors the training data.",
+          low=0.0, high=1.0, closed="neither", none_ok=True),
+    Param("eval_metric", "str", None, "Metric logged and monitored; None is the loss.",
+          choices=("loss", *METRICS), none_ok=True),
+    Param("importance_type", "str", "gain", "What feature_importances_ sums: split gain "
+          "or number of splits.", choices=("gain", "split")),
+    Param("verbose", "int", 0, "Print the training and validation metric every "
+          "`verbose` stages (0: silent).", low=0),
+    Param("n_jobs", "int", None, "Threads; None or -1 use all cores.", none_ok=True),
+    Param("random_state", "random_state", None, "Seed of row/column sampling, binning "
+          "subsample and validation split."),
+]
+
+
+def params_for(scope: str) -> dict[str, Param]:
+    """The parameters of an estimator, by name (``scope`` "regressor" or "classifier")."""
+    return {p.name: p for p in PARAMS if p.scope in ("all", scope)}
+
+
+def validate(values: dict, scope: str) -> None:
+    """Check every parameter of ``values`` against the table; raise on the first bad one."""
+    table = params_for(scope)
+    for name, value in values.items():
+        if name in table:
+            table[name].check(value)
+    if values.get("n_jobs") == 0:
+        raise ValueError("n_jobs=0 must be a non-zero int or None")
+    if values.get("loss") == "tweedie" and values.get("power") == 2:
+        raise ValueError("power=2 must be in (1, 2) or > 2 (power 2 is loss='gamma')")

@@ -1,0 +1,53 @@
+"""Predictor: pack fitted trees into flat arrays and traverse them in one kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._dtypes import NODE_DTYPE, SUM_DTYPE, X_DTYPE
+from ._kernels.predict import predict_raw
+from .tree import Tree
+
+
+class PackedTrees:
+    """Trees laid end to end; node indices rebased to be global.
+
+    Parameters
+    ----------
+    trees : list of Tree
+        Trees in model order.
+    outputs : list of int
+        Raw-score column each tree adds to (its class for softmax, else 0).
+    """
+
+    def __init__(self, trees: list[Tree], outputs: list[int]):
+        sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.tree_roots = offsets.astype(NODE_DTYPE)
+        self.tree_outputs = np.asarray(outputs, dtype=NODE_DTYPE)
+
+        def cat(name, dtype):
+            if not trees:
+                return np.empty(0, dtype=dtype)
+            return np.ascontiguousarray(np.concatenate([getattr(t, name) for t in trees]),
+                                        dtype=dtype)
+
+        self.feature = cat("feature", NODE_DTYPE)
+        self.threshold = cat("threshold", X_DTYPE)
+        self.missing_left = cat("missing_left", np.uint8)
+        self.value = cat("value", SUM_DTYPE)
+        children = []
+        for name in ("left", "right"):
+            arr = cat(name, NODE_DTYPE)
+            if trees:
+                base = np.repeat(offsets, sizes).astype(NODE_DTYPE)
+                arr = np.where(arr >= 0, arr + base, arr).astype(NODE_DTYPE)
+            children.append(arr)
+        self.left, self.right = children
+
+    def add_raw(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out[i, k] += sum of tree outputs for row i`` (X float64, C order)."""
+        if self.tree_roots.size:
+            predict_raw(X, self.feature, self.threshold, self.missing_left, self.left,
+                        self.right, self.value, self.tree_roots, self.tree_outputs, out)
+        return out

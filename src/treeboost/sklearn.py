@@ -1,0 +1,484 @@
+"""scikit-learn estimators: TreeBoostRegressor and TreeBoostClassifier.
+
+They store their parameters, validate them and the data in ``fit``, bin the
+data, and hand the stage loop to ``Booster``. Everything else (prediction,
+staged prediction, importances, saving) reads the fitted booster.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import params as _params
+from ._dtypes import X_DTYPE, Y_DTYPE
+from ._threads import threads
+from .binning import BinMapper
+from .booster import Booster, BoostingParams, EvalSet
+from .callbacks import EarlyStopping, EvaluationLogger
+from .grower import GrowerParams
+from .losses import get_loss
+from .metrics import get_metric
+from .sampling import make_streams
+
+
+def _params_doc(scope: str) -> str:
+    lines = []
+    for p in _params.params_for(scope).values():
+        lines.append(f"{p.name} : {p.describe()}, default={p.default!r}")
+        lines.append(f"    {p.doc}")
+    return "\n".join(lines)
+
+
+class _TreeBoostBase(BaseEstimator):
+    """Shared fit/predict machinery; subclasses define the target handling."""
+
+    _scope = "regressor"
+
+    # ---- fit -----------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None):
+        """Fit the gradient boosting model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; NaN marks missing values.
+        y : array-like of shape (n_samples,)
+            Targets (class labels for the classifier).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights; rows of weight 0 are ignored.
+        eval_set : list of (X, y) pairs, default=None
+            Data evaluated after every stage (``evals_result_``); the last
+            one is monitored by early stopping.
+        eval_sample_weight : list of array-like, default=None
+            Weights of the ``eval_set`` pairs.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        values = self.get_params()
+        _params.validate(values, self._scope)
+        X, y, sample_weight = self._check_training_data(X, y, sample_weight)
+        y = self._encode_target(y)
+        seed = self._seed()
+        streams = make_streams(seed)
+        loss = self._make_loss()
+        loss.validate_target(y)
+        X, y, sample_weight, eval_data = self._eval_data(X, y, sample_weight, eval_set,
+                                                         eval_sample_weight, streams)
+        with threads(self.n_jobs):
+            self._fit_booster(X, y, sample_weight, eval_data, loss, seed)
+        return self
+
+    def _check_training_data(self, X, y, sample_weight):
+        X, y = validate_data(self, X, y, dtype=X_DTYPE, order="C",
+                             ensure_all_finite="allow-nan", y_numeric=self._scope == "regressor",
+                             ensure_min_samples=2)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                             ensure_non_negative=True)
+        if not np.all(np.isfinite(sample_weight)):
+            raise ValueError("sample_weight contains NaN or infinity")
+        keep = sample_weight > 0
+        if not keep.all():  # a zero weight means the row is not there
+            if keep.sum() < 2:
+                raise ValueError("sample_weight must be positive for at least 2 samples")
+            X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
+        return X, y, sample_weight
+
+    def _seed(self) -> int:
+        if isinstance(self.random_state, numbers.Integral):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def _eval_data(self, X, y, sample_weight, eval_set, eval_sample_weight, streams):
+        """Eval sets as validated arrays; the early-stopping hold-out split if needed."""
+        eval_data = []
+        if eval_set is not None:
+            if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set):
+                raise ValueError("eval_sample_weight must have one entry per eval_set pair")
+            for i, pair in enumerate(eval_set):
+                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                    raise ValueError("eval_set must be a list of (X, y) pairs")
+                Xe = validate_data(self, pair[0], dtype=X_DTYPE, order="C", reset=False,
+                                   ensure_all_finite="allow-nan")
+                ye = self._encode_eval_target(np.asarray(pair[1]))
+                if ye.shape[0] != Xe.shape[0]:
+                    raise ValueError(f"eval_set[{i}]: X has {Xe.shape[0]} rows but y has "
+                                     f"{ye.shape[0]}")
+                we = None if eval_sample_weight is None else eval_sample_weight[i]
+                we = _check_sample_weight(we, Xe, dtype=np.float64)
+                eval_data.append((f"validation_{i}", Xe, ye, we))
+        elif self.n_iter_no_change is not None and self.validation_fraction is not None:
+            stratify = y if self._scope == "classifier" else None
+            if stratify is not None and np.bincount(y.astype(np.intp)).min() < 2:
+                stratify = None  # a class with one row cannot be stratified
+            seed = int(streams["validation"].integers(np.iinfo(np.int32).max))
+            X, Xv, y, yv, sample_weight, wv = train_test_split(
+                X, y, sample_weight, test_size=self.validation_fraction, stratify=stratify,
+                random_state=seed)
+            eval_data.append(("validation", Xv, yv, wv))
+        return X, y, sample_weight, eval_data
+
+    def _fit_booster(self, X, y, sample_weight, eval_data, loss, seed):
+        streams = make_streams(seed)
+        bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"]).fit(X)
+        X_binned = bin_mapper.transform(X)
+        eval_sets = [EvalSet(name, bin_mapper.transform(Xe), ye, we)
+                     for name, Xe, ye, we in eval_data]
+        metric = get_metric(self.eval_metric, loss)
+        early = self.n_iter_no_change is not None
+        record_training = bool(self.verbose) or (early and not eval_sets)
+        callbacks = []
+        if self.verbose:
+            callbacks.append(EvaluationLogger(self.verbose, n_estimators=self.n_estimators))
+        stopper = None
+        if early:
+            monitored = eval_sets[-1].name if eval_sets else "training"
+            stopper = EarlyStopping(monitored, metric.name, self.n_iter_no_change, self.tol,
+                                    metric.higher_is_better)
+            callbacks.append(stopper)
+        booster = Booster(loss, bin_mapper, self._boosting_params())
+        self.evals_result_ = booster.fit(X_binned, y, sample_weight, streams, eval_sets,
+                                         metric, record_training, callbacks)
+        if stopper is not None:
+            booster.truncate(stopper.best_iteration + 1)
+            self.best_iteration_ = stopper.best_iteration
+        else:
+            self.best_iteration_ = None
+        self._booster = booster
+        self.n_iter_ = len(booster.trees)
+
+    def _boosting_params(self) -> BoostingParams:
+        grower = GrowerParams(
+            max_leaf_nodes=self.max_leaf_nodes, max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf, min_child_weight=self.min_child_weight,
+            min_split_gain=self.min_split_gain, reg_lambda=self.reg_lambda,
+            reg_alpha=self.reg_alpha, colsample_bynode=self.colsample_bynode)
+        return BoostingParams(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+                              subsample=self.subsample, colsample_bytree=self.colsample_bytree,
+                              grower=grower)
+
+    # ---- prediction -----------------------------------------------------------
+    def _check_X(self, X):
+        check_is_fitted(self, "_booster")
+        return validate_data(self, X, dtype=X_DTYPE, order="C", reset=False,
+                             ensure_all_finite="allow-nan")
+
+    def _raw_predict(self, X) -> np.ndarray:
+        X = self._check_X(X)
+        with threads(self.n_jobs):
+            return self._booster.predict_raw(X)
+
+    def _staged_raw_predict(self, X):
+        X = self._check_X(X)
+        with threads(self.n_jobs):
+            yield from self._booster.staged_predict_raw(X)
+
+    @property
+    def booster_(self) -> Booster:
+        """The fitted ``Booster`` (F0, trees, bin mapper)."""
+        check_is_fitted(self, "_booster")
+        return self._booster
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Importance of each feature: share of total split gain, or split counts.
+
+        With ``importance_type="gain"`` the values sum to 1 (all zeros if no
+        tree split); with ``"split"`` they are the number of splits.
+        """
+        imp = self.booster_.feature_importances(self.importance_type)
+        if self.importance_type == "gain" and imp.sum() > 0:
+            imp = imp / imp.sum()
+        return imp
+
+    def save_model(self, path) -> None:
+        """Write the fitted model to a JSON file (see ``treeboost.serialization``).
+
+        Parameters
+        ----------
+        path : str or path-like
+            Destination file; written atomically.
+        """
+        from .serialization import save_model
+
+        save_model(self, path)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
+    _scope = "regressor"
+
+    def __init__(self, loss="squared_error", *, alpha=0.9, power=1.5, n_estimators=100,
+                 learning_rate=0.1, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
+                 min_child_weight=1e-3, min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0,
+                 max_bins=255, subsample=1.0, colsample_bytree=1.0, colsample_bynode=1.0,
+                 n_iter_no_change=None, tol=1e-7, validation_fraction=0.1, eval_metric=None,
+                 importance_type="gain", verbose=0, n_jobs=None, random_state=None):
+        self.loss = loss
+        self.alpha = alpha
+        self.power = power
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.max_bins = max_bins
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bynode = colsample_bynode
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.validation_fraction = validation_fraction
+        self.eval_metric = eval_metric
+        self.importance_type = importance_type
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _make_loss(self):
+        return get_loss(self.loss, alpha=self.alpha, power=self.power)
+
+    def _encode_target(self, y):
+        return np.asarray(y, dtype=Y_DTYPE)
+
+    def _encode_eval_target(self, y):
+        y = np.asarray(y, dtype=Y_DTYPE).ravel()
+        if not np.all(np.isfinite(y)):
+            raise ValueError("eval_set targets contain NaN or infinity")
+        return y
+
+    def predict(self, X):
+        """Predict the target (the mean, median or quantile the loss estimates).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data; NaN marks missing values.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        raw = self._raw_predict(X)
+        return self._booster.loss.inverse_link(raw.T)
+
+    def staged_predict(self, X):
+        """Yield the prediction after each stage.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+
+        Yields
+        ------
+        ndarray of shape (n_samples,)
+        """
+        for raw in self._staged_raw_predict(X):
+            yield self._booster.loss.inverse_link(raw.T)
+
+
+class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
+    _scope = "classifier"
+
+    def __init__(self, loss="log_loss", *, n_estimators=100, learning_rate=0.1,
+                 max_leaf_nodes=31, max_depth=None, min_samples_leaf=20, min_child_weight=1e-3,
+                 min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0, max_bins=255,
+                 subsample=1.0, colsample_bytree=1.0, colsample_bynode=1.0,
+                 n_iter_no_change=None, tol=1e-7, validation_fraction=0.1, eval_metric=None,
+                 importance_type="gain", verbose=0, n_jobs=None, random_state=None):
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.max_bins = max_bins
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bynode = colsample_bynode
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.validation_fraction = validation_fraction
+        self.eval_metric = eval_metric
+        self.importance_type = importance_type
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _make_loss(self):
+        return get_loss(self.loss, n_classes=self.n_classes_)
+
+    def _encode_target(self, y):
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        self.n_classes_ = len(self.classes_)
+        if self.n_classes_ < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
+                             f"the data; got 1 class ({self.classes_[0]!r})")
+        return encoder.transform(y).astype(Y_DTYPE)
+
+    def _encode_eval_target(self, y):
+        y = y.ravel()
+        unknown = np.setdiff1d(y, self.classes_)
+        if unknown.size:
+            raise ValueError(f"eval_set has labels not seen in training: {unknown.tolist()}")
+        return np.searchsorted(self.classes_, y).astype(Y_DTYPE)
+
+    def decision_function(self, X):
+        """Raw scores F(x): log-odds (binary) or per-class scores (multiclass).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        raw = self._raw_predict(X)
+        return raw[:, 0] if raw.shape[1] == 1 else raw
+
+    def _proba(self, raw):
+        p = self._booster.loss.inverse_link(raw.T)
+        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
+
+    def predict_proba(self, X):
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return self._proba(self._raw_predict(X))
+
+    def predict(self, X):
+        """Most probable class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._classes_from_raw(self._raw_predict(X))
+
+    def _classes_from_raw(self, raw):
+        idx = (raw[:, 0] > 0).astype(np.intp) if raw.shape[1] == 1 else raw.argmax(axis=1)
+        return self.classes_[idx]
+
+    def staged_predict(self, X):
+        """Yield the predicted classes after each stage.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+
+        Yields
+        ------
+        ndarray of shape (n_samples,)
+        """
+        for raw in self._staged_raw_predict(X):
+            yield self._classes_from_raw(raw)
+
+    def staged_predict_proba(self, X):
+        """Yield the class probabilities after each stage.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+
+        Yields
+        ------
+        ndarray of shape (n_samples, n_classes)
+        """
+        for raw in self._staged_raw_predict(X):
+            yield self._proba(raw)
+
+    def staged_decision_function(self, X):
+        """Yield the raw scores after each stage.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+
+        Yields
+        ------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        for raw in self._staged_raw_predict(X):
+            yield raw[:, 0] if raw.shape[1] == 1 else raw
+
+
+_ATTRIBUTES = """
+Attributes
+----------
+n_features_in_ : int
+    Number of features seen during fit.
+feature_names_in_ : ndarray of shape (n_features_in_,)
+    Column names, when X had string column names.
+n_iter_ : int
+    Number of stages kept (the best one with early stopping).
+best_iteration_ : int or None
+    0-based best stage under early stopping, else None.
+evals_result_ : dict
+    Metric values per stage, ``{data name: {metric name: [values]}}``.
+feature_importances_ : ndarray of shape (n_features_in_,)
+    Gain share or split count of each feature.
+booster_ : Booster
+    The fitted model.
+"""
+
+TreeBoostRegressor.__doc__ = f"""Gradient tree boosting for regression (histogram trees, leaf-wise growth).
+
+Parameters
+----------
+{_params_doc("regressor")}
+{_ATTRIBUTES}
+"""
+
+TreeBoostClassifier.__doc__ = f"""Gradient tree boosting for classification (binary logit or softmax).
+
+Parameters
+----------
+{_params_doc("classifier")}
+{_ATTRIBUTES}classes_ : ndarray of shape (n_classes,)
+    Class labels.
+n_classes_ : int
+    Number of classes.
+"""
