@@ -7,7 +7,10 @@ compiles exactly once (and is cached on disk by Numba).
 
 import numpy as np
 
-X_DTYPE = np.float64  # raw feature values
+X_DTYPE = np.float64  # raw feature values, bin edges and thresholds
+# raw inputs accepted without a copy: float32 stays float32 (kernels that read
+# raw X compile once per entry; comparisons with edges happen in float64)
+X_DTYPES = (np.float64, np.float32)
 X_BINNED_DTYPE = np.uint8  # bin index of a value; MISSING_BIN is reserved for NaN
 Y_DTYPE = np.float64  # targets (class indices are stored as float64 too)
 G_H_DTYPE = np.float32  # per-row gradient and hessian

@@ -23,6 +23,9 @@ def _feature_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
     """Upper bin edges of one feature (NaN already removed)."""
     if values.size == 0:
         return np.empty(0, dtype=X_DTYPE)
+    # float64 midpoints even for float32 input: a float32 midpoint of two
+    # neighbouring values could round onto one of them
+    values = values.astype(X_DTYPE, copy=False)
     distinct = np.unique(values)
     if distinct.size <= max_bins:
         edges = distinct[:-1] + distinct[1:]

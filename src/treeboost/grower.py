@@ -17,10 +17,16 @@ import numpy as np
 
 from ._dtypes import (G_H_DTYPE, HIST_C, HIST_G, HIST_H, INDEX_DTYPE, MISSING_BIN, N_BINS,
                       NODE_DTYPE, SUM_DTYPE)
-from ._kernels.histogram import build_histograms, build_histograms_root
-from ._kernels.partition import partition_rows
+from ._kernels.histogram import build_histograms, build_histograms_root, build_histograms_serial
+from ._kernels.partition import partition_rows, partition_rows_serial
 from ._kernels.splitting import (BIN, GAIN, LEFT_C, LEFT_G, LEFT_H, MISSING_LEFT,
                                  N_SPLIT_COLUMNS, find_best_splits)
+
+
+# Below these sizes a node is handled by the serial kernels: waking the thread
+# pool costs more than the work (and much more on a loaded machine).
+_SERIAL_PARTITION_ROWS = 32_768
+_SERIAL_HISTOGRAM_UPDATES = 200_000
 
 
 @dataclass
@@ -126,9 +132,11 @@ class TreeGrower:
             k = max(1, int(round(p.colsample_bynode * features.size)))
             features = np.sort(rng.choice(features, k, replace=False)).astype(NODE_DTYPE)
         out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
+        # float() every scalar: an int reg_lambda=1 would compile another signature
         find_best_splits(node.hist, features, self.n_bins_non_missing, MISSING_BIN,
-                         node.sum_g, node.sum_h, float(node.count), p.reg_lambda,
-                         p.reg_alpha, float(p.min_samples_leaf), p.min_child_weight, out)
+                         float(node.sum_g), float(node.sum_h), float(node.count),
+                         float(p.reg_lambda), float(p.reg_alpha), float(p.min_samples_leaf),
+                         float(p.min_child_weight), out)
         best = int(np.argmax(out[:, GAIN]))  # first maximum: lowest feature wins ties
         gain = out[best, GAIN]
         if gain > p.min_split_gain and gain > 0.0:
@@ -165,8 +173,7 @@ class TreeGrower:
         if all_rows:
             build_histograms_root(self.X_binned, gradient, hessian, features, root.hist)
         else:
-            build_histograms(self.X_binned, sample_indices, gradient, hessian, features,
-                             self._ordered_g, self._ordered_h, root.hist)
+            self._build(sample_indices, gradient, hessian, features, root.hist)
         totals = root.hist[features[0]].sum(axis=0)
         root.sum_g, root.sum_h = float(totals[HIST_G]), float(totals[HIST_H])
         nodes = [root]
@@ -203,8 +210,10 @@ class TreeGrower:
     def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
         _, feature, bin_thr, missing_left, gl, hl, cl = parent.split
         rows = sample_indices[parent.start:parent.stop]
-        n_left = partition_rows(rows, self.X_binned, feature, bin_thr, bool(missing_left),
-                                MISSING_BIN, self._left_buffer, self._right_buffer)
+        partition = partition_rows if rows.size >= _SERIAL_PARTITION_ROWS else \
+            partition_rows_serial
+        n_left = partition(rows, self.X_binned, feature, bin_thr, bool(missing_left),
+                           MISSING_BIN, self._left_buffer, self._right_buffer)
         mid = parent.start + int(n_left)
         left = _Node(next_id, parent.start, mid, gl, hl, cl, parent.depth + 1)
         right = _Node(next_id + 1, mid, parent.stop, parent.sum_g - gl, parent.sum_h - hl,
@@ -217,11 +226,17 @@ class TreeGrower:
             return
         small, large = (left, right) if left.count <= right.count else (right, left)
         small.hist = self._new_hist()
-        build_histograms(self.X_binned, sample_indices[small.start:small.stop], gradient,
-                         hessian, features, self._ordered_g, self._ordered_h, small.hist)
+        self._build(sample_indices[small.start:small.stop], gradient, hessian, features,
+                    small.hist)
         # the larger child's histogram is the parent's minus the smaller's
         large.hist, parent.hist = parent.hist, None
         np.subtract(large.hist, small.hist, out=large.hist)
+
+    def _build(self, rows, gradient, hessian, features, hist):
+        build = build_histograms if rows.size * features.size >= _SERIAL_HISTOGRAM_UPDATES \
+            else build_histograms_serial
+        build(self.X_binned, rows, gradient, hessian, features, self._ordered_g,
+              self._ordered_h, hist)
 
     @staticmethod
     def _assemble(nodes: list[_Node], children: dict[int, tuple[int, int]]) -> GrownTree:

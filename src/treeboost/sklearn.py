@@ -18,7 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import params as _params
-from ._dtypes import X_DTYPE, Y_DTYPE
+from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
 from .binning import BinMapper
 from .booster import Booster, BoostingParams, EvalSet
@@ -80,7 +80,7 @@ class _TreeBoostBase(BaseEstimator):
         return self
 
     def _check_training_data(self, X, y, sample_weight):
-        X, y = validate_data(self, X, y, dtype=X_DTYPE, order="C",
+        X, y = validate_data(self, X, y, dtype=X_DTYPES, order="C",
                              ensure_all_finite="allow-nan", y_numeric=self._scope == "regressor",
                              ensure_min_samples=2)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
@@ -108,7 +108,7 @@ class _TreeBoostBase(BaseEstimator):
             for i, pair in enumerate(eval_set):
                 if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                     raise ValueError("eval_set must be a list of (X, y) pairs")
-                Xe = validate_data(self, pair[0], dtype=X_DTYPE, order="C", reset=False,
+                Xe = validate_data(self, pair[0], dtype=X_DTYPES, order="C", reset=False,
                                    ensure_all_finite="allow-nan")
                 ye = self._encode_eval_target(np.asarray(pair[1]))
                 if ye.shape[0] != Xe.shape[0]:
@@ -170,7 +170,7 @@ class _TreeBoostBase(BaseEstimator):
     # ---- prediction -----------------------------------------------------------
     def _check_X(self, X):
         check_is_fitted(self, "_booster")
-        return validate_data(self, X, dtype=X_DTYPE, order="C", reset=False,
+        return validate_data(self, X, dtype=X_DTYPES, order="C", reset=False,
                              ensure_all_finite="allow-nan")
 
     def _raw_predict(self, X) -> np.ndarray:

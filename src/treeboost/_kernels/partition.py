@@ -1,4 +1,4 @@
-"""Stable parallel partition of a node's rows, and raw-score updates.
+"""Stable partition of a node's rows, and raw-score updates.
 
 The rows of a node are a contiguous slice of one index array. A split
 rearranges that slice in place so the left child's rows come first, each side
@@ -8,26 +8,63 @@ keeping the original (ascending) order:
     after   [ 5  9 15 | 3  8 12 ]
             `- left -' `- right '
 
-Chunks of rows are split into two scratch buffers in parallel, then copied
-back at offsets given by the chunks' counts. The result does not depend on
-the number of threads or chunks.
+Large nodes: chunks of rows are split into two scratch buffers in parallel,
+then copied back at offsets given by the chunks' counts. Small nodes use the
+serial kernel (same result, no thread wake-up). The result depends neither
+on the number of threads nor on the chunking.
 """
 
 import numpy as np
 from numba import prange
 
-from ._jit import parallel_kernel
+from ._jit import inline, kernel, parallel_kernel
 
 _CHUNK = 16384  # rows per task
+
+
+@inline
+def _goes_left(b, bin_threshold, missing_left, missing_bin):
+    if b == missing_bin:
+        return missing_left
+    return b <= bin_threshold
+
+
+@inline
+def _split_chunk(sample_indices, col, start, stop, bin_threshold, missing_left, missing_bin,
+                 left_buffer, right_buffer):
+    """Split rows[start:stop] into the buffers at offset start; return (n_left, n_right)."""
+    nl = 0
+    nr = 0
+    for i in range(start, stop):
+        j = sample_indices[i]
+        if _goes_left(col[j], bin_threshold, missing_left, missing_bin):
+            left_buffer[start + nl] = j
+            nl += 1
+        else:
+            right_buffer[start + nr] = j
+            nr += 1
+    return nl, nr
+
+
+@kernel
+def partition_rows_serial(sample_indices, X_binned, feature, bin_threshold, missing_left,
+                          missing_bin, left_buffer, right_buffer):
+    """Reorder ``sample_indices`` in place, left child first; return n_left."""
+    # sample_indices: uint32 (n_node,)                 # IN/OUT
+    # X_binned: uint8 (n_samples, n_features) F order # IN
+    # left_buffer, right_buffer: uint32 (>= n_node,)  # scratch
+    n = sample_indices.shape[0]
+    nl, nr = _split_chunk(sample_indices, X_binned[:, feature], 0, n, bin_threshold,
+                          missing_left, missing_bin, left_buffer, right_buffer)
+    sample_indices[:nl] = left_buffer[:nl]
+    sample_indices[nl:] = right_buffer[:nr]
+    return nl
 
 
 @parallel_kernel
 def partition_rows(sample_indices, X_binned, feature, bin_threshold, missing_left,
                    missing_bin, left_buffer, right_buffer):
-    """Reorder ``sample_indices`` in place, left child first; return n_left."""
-    # sample_indices: uint32 (n_node,)                 # IN/OUT
-    # X_binned: uint8 (n_samples, n_features) F order # IN
-    # left_buffer, right_buffer: uint32 (>= n_node,)  # scratch
+    """Parallel twin of ``partition_rows_serial`` for large nodes."""
     n = sample_indices.shape[0]
     n_chunks = (n + _CHUNK - 1) // _CHUNK
     n_left_in = np.zeros(n_chunks, dtype=np.int64)
@@ -36,21 +73,8 @@ def partition_rows(sample_indices, X_binned, feature, bin_threshold, missing_lef
     for c in prange(n_chunks):
         start = c * _CHUNK
         stop = min(start + _CHUNK, n)
-        nl = 0
-        nr = 0
-        for i in range(start, stop):
-            j = sample_indices[i]
-            b = col[j]
-            if b == missing_bin:
-                go_left = missing_left
-            else:
-                go_left = b <= bin_threshold
-            if go_left:
-                left_buffer[start + nl] = j
-                nl += 1
-            else:
-                right_buffer[start + nr] = j
-                nr += 1
+        nl, nr = _split_chunk(sample_indices, col, start, stop, bin_threshold, missing_left,
+                              missing_bin, left_buffer, right_buffer)
         n_left_in[c] = nl
         n_right_in[c] = nr
     left_offset = np.zeros(n_chunks, dtype=np.int64)

@@ -7,9 +7,7 @@ hessians and no regularisation this ranks splits exactly as least squares.
 """
 
 import numpy as np
-from numba import prange
-
-from ._jit import inline, parallel_kernel
+from ._jit import inline, kernel
 
 # columns of the per-feature result array
 GAIN, BIN, MISSING_LEFT, LEFT_G, LEFT_H, LEFT_C = 0, 1, 2, 3, 4, 5
@@ -33,7 +31,7 @@ def leaf_score(g, h, reg_lambda, reg_alpha):
     return t * t / (h + reg_lambda)
 
 
-@parallel_kernel
+@kernel
 def find_best_splits(hist, features, n_bins_non_missing, missing_bin,
                      sum_g, sum_h, count, reg_lambda, reg_alpha,
                      min_samples_leaf, min_child_weight, out):
@@ -42,8 +40,10 @@ def find_best_splits(hist, features, n_bins_non_missing, missing_bin,
     # features: int32 (n_used,)                       # IN, candidate features
     # n_bins_non_missing: int32 (n_features,)         # IN
     # out: float64 (n_used, N_SPLIT_COLUMNS)          # OUT, gain -inf if none
+    # serial on purpose: a node's scan is a few thousand bins, far less work
+    # than waking a thread pool for it
     parent = leaf_score(sum_g, sum_h, reg_lambda, reg_alpha)
-    for k in prange(features.shape[0]):
+    for k in range(features.shape[0]):
         f = features[k]
         h = hist[f]
         nb = n_bins_non_missing[f]
