@@ -25,7 +25,7 @@ def clf_data():
 
 
 # ---- parameter table --------------------------------------------------------------
-@pytest.mark.parametrize("scope,cls", [("regressor", TreeBoostRegressor),
+@pytest.mark.parametrize(("scope", "cls"), [("regressor", TreeBoostRegressor),
                                        ("classifier", TreeBoostClassifier)])
 def test_table_matches_signature_and_docstring(scope, cls):
     table = params_for(scope)
@@ -117,11 +117,13 @@ def test_feature_importances_find_the_signal():
     X = rng.normal(size=(800, 5))
     y = 3 * X[:, 2] + 0.1 * rng.normal(size=800)
     gain = TreeBoostRegressor(n_estimators=20).fit(X, y).feature_importances_
-    assert gain.argmax() == 2 and gain.sum() == pytest.approx(1.0)
+    assert gain.argmax() == 2
+    assert gain.sum() == pytest.approx(1.0)
     split = TreeBoostRegressor(n_estimators=20, importance_type="split").fit(X, y)
     counts = split.feature_importances_
     # every tree has max_leaf_nodes - 1 splits at most; counts are integers
-    assert counts.sum() <= 20 * 30 and np.all(counts == np.round(counts))
+    assert counts.sum() <= 20 * 30
+    assert np.all(counts == np.round(counts))
 
 
 # ---- eval sets, early stopping, log ------------------------------------------------
@@ -164,7 +166,8 @@ def test_verbose_prints_each_stage(clf_data):
         TreeBoostClassifier(n_estimators=4, verbose=1).fit(X, y, eval_set=[(X, y)])
     lines = buf.getvalue().strip().splitlines()
     assert len(lines) == 4
-    assert lines[0].startswith("[1/4]") and "training log_loss" in lines[0]
+    assert lines[0].startswith("[1/4]")
+    assert "training log_loss" in lines[0]
     assert "validation_0 log_loss" in lines[0]
 
 

@@ -11,7 +11,7 @@ X_DTYPE = np.float64  # raw feature values, bin edges and thresholds
 # raw inputs accepted without a copy: float32 stays float32 (kernels that read
 # raw X compile once per entry; comparisons with edges happen in float64)
 X_DTYPES = (np.float64, np.float32)
-X_BINNED_DTYPE = np.uint8  # bin index of a value; MISSING_BIN is reserved for NaN
+X_BINNED_DTYPE = np.uint8  # bin index; binned data is feature-major (n_features, n_samples)
 Y_DTYPE = np.float64  # targets (class indices are stored as float64 too)
 G_H_DTYPE = np.float32  # per-row gradient and hessian
 SUM_DTYPE = np.float64  # histogram sums, leaf values, raw scores
@@ -25,3 +25,15 @@ N_BINS = 256  # histogram slots per feature: MAX_BINS value bins + 1 missing bin
 # sum of hessians and row count for each bin, interleaved so that one update
 # touches one cache line.
 HIST_G, HIST_H, HIST_C = 0, 1, 2
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy).
+
+    Numba types read-only arrays apart from writeable ones, so arrays that
+    kernels only read are always passed as read-only views: a user's
+    read-only memmap and a fresh array then share one compiled kernel.
+    """
+    view = a.view()
+    view.flags.writeable = False
+    return view

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dtypes import MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
+from ._dtypes import MISSING_BIN, X_BINNED_DTYPE, X_DTYPE, readonly
 from ._kernels.binning import map_to_bins
 
 #: rows sampled to compute quantile edges (LightGBM samples 200,000 as well)
@@ -93,9 +93,14 @@ class BinMapper:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        """Return the binned matrix, ``uint8`` in Fortran order (column-major)."""
-        X_binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
-        map_to_bins(X, self.bin_edges_, self.n_edges_, MISSING_BIN, X_binned)
+        """Return the binned data, feature-major: ``uint8`` of shape (n_features, n_samples).
+
+        Feature-major C order makes each feature's bins contiguous, and its
+        Numba type is the same whatever the shape (an (n, 1) array would be
+        both C- and F-contiguous and compile the kernels twice).
+        """
+        X_binned = np.empty((X.shape[1], X.shape[0]), dtype=X_BINNED_DTYPE)
+        map_to_bins(readonly(X), self.bin_edges_, self.n_edges_, MISSING_BIN, X_binned)
         return X_binned
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:

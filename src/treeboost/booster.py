@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE
+from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from .binning import BinMapper
@@ -88,7 +88,8 @@ class Booster:
             record_training=False, callbacks=()) -> dict:
         """Run the stage loop; return the evaluation log {data: {metric: [values]}}."""
         p = self.params
-        K, (n, n_features) = self.n_outputs, X_binned.shape
+        K, (n_features, n) = self.n_outputs, X_binned.shape
+        y, sample_weight = readonly(y), readonly(sample_weight)
         self.init_score = np.asarray(self.loss.init_score(y, sample_weight), dtype=SUM_DTYPE)
         raw = np.repeat(self.init_score[:, None], n, axis=1)
         gradient = np.empty((K, n), dtype=G_H_DTYPE)
@@ -114,7 +115,7 @@ class Booster:
                                 leaf_values)
                 if oob is not None:
                     _add_tree_binned(tree, X_binned, oob, raw[k])
-                for e, er, rr in zip(eval_sets, eval_raw, eval_rows):
+                for e, er, rr in zip(eval_sets, eval_raw, eval_rows, strict=False):
                     _add_tree_binned(tree, e.X_binned, rr, er[k])
                 stage.append(tree)
             self.trees.append(stage)
@@ -122,7 +123,7 @@ class Booster:
             if record_training:
                 evals_log["training"][metric.name].append(metric(y, raw, sample_weight,
                                                                  self.loss))
-            for e, er in zip(eval_sets, eval_raw):
+            for e, er in zip(eval_sets, eval_raw, strict=False):
                 evals_log[e.name][metric.name].append(metric(e.y, er, e.sample_weight,
                                                              self.loss))
             stop = [cb.after_iteration(m, evals_log) for cb in callbacks]

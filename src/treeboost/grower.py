@@ -15,13 +15,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._dtypes import (G_H_DTYPE, HIST_C, HIST_G, HIST_H, INDEX_DTYPE, MISSING_BIN, N_BINS,
-                      NODE_DTYPE, SUM_DTYPE)
+from ._dtypes import (
+    G_H_DTYPE,
+    HIST_G,
+    HIST_H,
+    INDEX_DTYPE,
+    MISSING_BIN,
+    N_BINS,
+    NODE_DTYPE,
+    SUM_DTYPE,
+)
 from ._kernels.histogram import build_histograms, build_histograms_root, build_histograms_serial
 from ._kernels.partition import partition_rows, partition_rows_serial
-from ._kernels.splitting import (BIN, GAIN, LEFT_C, LEFT_G, LEFT_H, MISSING_LEFT,
-                                 N_SPLIT_COLUMNS, find_best_splits)
-
+from ._kernels.splitting import (
+    BIN,
+    GAIN,
+    LEFT_C,
+    LEFT_G,
+    LEFT_H,
+    MISSING_LEFT,
+    N_SPLIT_COLUMNS,
+    find_best_splits,
+)
 
 # Below these sizes a node is handled by the serial kernels: waking the thread
 # pool costs more than the work (and much more on a loaded machine).
@@ -86,8 +101,8 @@ class TreeGrower:
 
     Parameters
     ----------
-    X_binned : ndarray of shape (n_samples, n_features), dtype uint8, Fortran order
-        Binned training data.
+    X_binned : ndarray of shape (n_features, n_samples), dtype uint8
+        Binned training data, feature-major (``BinMapper.transform``).
     n_bins_non_missing : ndarray of shape (n_features,), dtype int32
         Value bins of each feature (``BinMapper.n_bins_non_missing_``).
     params : GrowerParams
@@ -99,7 +114,7 @@ class TreeGrower:
         self.X_binned = X_binned
         self.n_bins_non_missing = np.ascontiguousarray(n_bins_non_missing, dtype=NODE_DTYPE)
         self.params = params
-        n_samples, self.n_features = X_binned.shape
+        self.n_features, n_samples = X_binned.shape
         self._left_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
         self._right_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
         self._ordered_g = np.empty(n_samples, dtype=G_H_DTYPE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dtypes import NODE_DTYPE, SUM_DTYPE, X_DTYPE
+from ._dtypes import NODE_DTYPE, SUM_DTYPE, X_DTYPE, readonly
 from ._kernels.predict import predict_raw
 from .tree import Tree
 
@@ -48,6 +48,6 @@ class PackedTrees:
     def add_raw(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[i, k] += sum of tree outputs for row i`` (X float64, C order)."""
         if self.tree_roots.size:
-            predict_raw(X, self.feature, self.threshold, self.missing_left, self.left,
+            predict_raw(readonly(X), self.feature, self.threshold, self.missing_left, self.left,
                         self.right, self.value, self.tree_roots, self.tree_outputs, out)
         return out

@@ -13,7 +13,8 @@ STREAMS = ("binning", "rows", "columns", "nodes", "validation")
 def make_streams(seed: int) -> dict[str, np.random.Generator]:
     """One ``Generator`` per entry of ``STREAMS``, independent, from an integer seed."""
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
-    return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children)}
+    return {name: np.random.default_rng(child)
+            for name, child in zip(STREAMS, children, strict=True)}
 
 
 def sample_rows(n_samples: int, subsample: float, rng: np.random.Generator) -> np.ndarray:

@@ -464,7 +464,7 @@ booster_ : Booster
     The fitted model.
 """
 
-TreeBoostRegressor.__doc__ = f"""Gradient tree boosting for regression (histogram trees, leaf-wise growth).
+TreeBoostRegressor.__doc__ = f"""Gradient tree boosting for regression (histogram trees, leaf-wise).
 
 Parameters
 ----------
@@ -472,7 +472,7 @@ Parameters
 {_ATTRIBUTES}
 """
 
-TreeBoostClassifier.__doc__ = f"""Gradient tree boosting for classification (binary logit or softmax).
+TreeBoostClassifier.__doc__ = f"""Gradient tree boosting for classification (logit or softmax).
 
 Parameters
 ----------

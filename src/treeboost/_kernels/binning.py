@@ -14,7 +14,7 @@ def map_to_bins(X, bin_edges, n_edges, missing_bin, X_binned):
     # X: float64 (n_samples, n_features)              # IN
     # bin_edges: float64 (n_features, max_edges)      # IN, padded per feature
     # n_edges: int32 (n_features,)                    # IN
-    # X_binned: uint8 (n_samples, n_features)         # OUT, any memory order
+    # X_binned: uint8 (n_features, n_samples)         # OUT, feature-major
     n_samples, n_features = X.shape
     n_chunks = (n_samples + _CHUNK - 1) // _CHUNK
     for chunk in prange(n_chunks):
@@ -25,7 +25,7 @@ def map_to_bins(X, bin_edges, n_edges, missing_bin, X_binned):
             for i in range(start, stop):
                 x = X[i, f]
                 if np.isnan(x):
-                    X_binned[i, f] = missing_bin
+                    X_binned[f, i] = missing_bin
                     continue
                 lo = 0
                 hi = m
@@ -35,4 +35,4 @@ def map_to_bins(X, bin_edges, n_edges, missing_bin, X_binned):
                         lo = mid + 1
                     else:
                         hi = mid
-                X_binned[i, f] = lo
+                X_binned[f, i] = lo

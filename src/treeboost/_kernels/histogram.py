@@ -22,14 +22,14 @@ def _feature_histogram(col, sample_indices, ordered_gradient, ordered_hessian, h
 @parallel_kernel
 def build_histograms_root(X_binned, gradient, hessian, features, hist):
     """Histograms of all rows (no index indirection), for the listed features."""
-    # X_binned: uint8 (n_samples, n_features) Fortran order  # IN
+    # X_binned: uint8 (n_features, n_samples), feature-major # IN
     # gradient, hessian: float32 (n_samples,)                 # IN
     # features: int32 (n_used,)                               # IN
     # hist: float64 (n_features, n_bins, 3), zeroed           # OUT
-    n_samples = X_binned.shape[0]
+    n_samples = X_binned.shape[1]
     for k in prange(features.shape[0]):
         f = features[k]
-        col = X_binned[:, f]
+        col = X_binned[f]
         h = hist[f]
         for i in range(n_samples):
             b = col[i]
@@ -42,7 +42,7 @@ def build_histograms_root(X_binned, gradient, hessian, features, hist):
 def build_histograms(X_binned, sample_indices, gradient, hessian, features,
                      ordered_gradient, ordered_hessian, hist):
     """Histograms of the rows in ``sample_indices`` for the listed features."""
-    # X_binned: uint8 (n_samples, n_features) Fortran order  # IN
+    # X_binned: uint8 (n_features, n_samples), feature-major # IN
     # sample_indices: uint32 (n_node,)                        # IN
     # gradient, hessian: float32 (n_samples,)                 # IN
     # features: int32 (n_used,)                               # IN
@@ -56,7 +56,7 @@ def build_histograms(X_binned, sample_indices, gradient, hessian, features,
         ordered_hessian[i] = hessian[j]
     for k in prange(features.shape[0]):
         f = features[k]
-        _feature_histogram(X_binned[:, f], sample_indices, ordered_gradient,
+        _feature_histogram(X_binned[f], sample_indices, ordered_gradient,
                            ordered_hessian, hist[f])
 
 
@@ -71,5 +71,5 @@ def build_histograms_serial(X_binned, sample_indices, gradient, hessian, feature
         ordered_hessian[i] = hessian[j]
     for k in range(features.shape[0]):
         f = features[k]
-        _feature_histogram(X_binned[:, f], sample_indices, ordered_gradient,
+        _feature_histogram(X_binned[f], sample_indices, ordered_gradient,
                            ordered_hessian, hist[f])

@@ -51,10 +51,10 @@ def partition_rows_serial(sample_indices, X_binned, feature, bin_threshold, miss
                           missing_bin, left_buffer, right_buffer):
     """Reorder ``sample_indices`` in place, left child first; return n_left."""
     # sample_indices: uint32 (n_node,)                 # IN/OUT
-    # X_binned: uint8 (n_samples, n_features) F order # IN
+    # X_binned: uint8 (n_features, n_samples)         # IN
     # left_buffer, right_buffer: uint32 (>= n_node,)  # scratch
     n = sample_indices.shape[0]
-    nl, nr = _split_chunk(sample_indices, X_binned[:, feature], 0, n, bin_threshold,
+    nl, nr = _split_chunk(sample_indices, X_binned[feature], 0, n, bin_threshold,
                           missing_left, missing_bin, left_buffer, right_buffer)
     sample_indices[:nl] = left_buffer[:nl]
     sample_indices[nl:] = right_buffer[:nr]
@@ -69,7 +69,7 @@ def partition_rows(sample_indices, X_binned, feature, bin_threshold, missing_lef
     n_chunks = (n + _CHUNK - 1) // _CHUNK
     n_left_in = np.zeros(n_chunks, dtype=np.int64)
     n_right_in = np.zeros(n_chunks, dtype=np.int64)
-    col = X_binned[:, feature]
+    col = X_binned[feature]
     for c in prange(n_chunks):
         start = c * _CHUNK
         stop = min(start + _CHUNK, n)

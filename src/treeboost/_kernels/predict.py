@@ -48,7 +48,7 @@ def predict_raw(X, feature, threshold, missing_left, left, right, value,
 def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right,
                    value, missing_bin, root, rows, raw_score):
     """raw_score[rows] += leaf value of one tree, traversed on binned data."""
-    # X_binned: uint8 (n_samples, n_features) any order  # IN
+    # X_binned: uint8 (n_features, n_samples)             # IN
     # bin_threshold: int32 (n_nodes,)                     # IN
     # rows: uint32 (n_rows,)                              # IN
     # raw_score: float64 (n_samples,)                     # IN/OUT
@@ -56,7 +56,7 @@ def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right,
         i = rows[r]
         node = root
         while left[node] >= 0:
-            b = X_binned[i, feature[node]]
+            b = X_binned[feature[node], i]
             if b == missing_bin:
                 go_left = missing_left[node] == 1
             else:

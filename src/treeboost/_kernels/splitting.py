@@ -7,6 +7,7 @@ hessians and no regularisation this ranks splits exactly as least squares.
 """
 
 import numpy as np
+
 from ._jit import inline, kernel
 
 # columns of the per-feature result array
@@ -28,7 +29,10 @@ def soft_threshold(g, alpha):
 def leaf_score(g, h, reg_lambda, reg_alpha):
     """T(G)^2 / (H + lambda): the loss reduction of a Newton leaf, times 2."""
     t = soft_threshold(g, reg_alpha)
-    return t * t / (h + reg_lambda)
+    den = h + reg_lambda
+    if den <= 0.0:  # empty node or zero hessians: no reduction to claim
+        return 0.0
+    return t * t / den
 
 
 @kernel

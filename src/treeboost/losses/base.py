@@ -12,7 +12,6 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 
-
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, alpha: float) -> float:
     """Minimiser of the weighted pinball loss: the weighted alpha-quantile.
 

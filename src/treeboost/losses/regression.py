@@ -13,7 +13,7 @@ def _exact_leaves(quantile_fn, y, raw, sample_weight, sample_indices, leaf_start
                   leaf_stops):
     """Leaf values by a line search over each leaf's residuals y - F."""
     values = np.empty(leaf_starts.size, dtype=SUM_DTYPE)
-    for j, (start, stop) in enumerate(zip(leaf_starts, leaf_stops)):
+    for j, (start, stop) in enumerate(zip(leaf_starts, leaf_stops, strict=False)):
         rows = sample_indices[start:stop]
         values[j] = quantile_fn(y[rows] - raw[rows], sample_weight[rows])
     return values

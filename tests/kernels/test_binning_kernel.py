@@ -1,0 +1,110 @@
+"""map_to_bins against np.searchsorted(side='left') (DESIGN §4.1)."""
+
+import numba
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from reference import bin_matrix
+from treeboost._dtypes import MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
+from treeboost._kernels.binning import _CHUNK, map_to_bins
+
+MAX_EDGES = 254
+
+
+def make_edges(n_edges, seed=0):
+    """Sorted distinct edges per feature, padded with +inf like BinMapper.bin_edges_."""
+    rng = np.random.default_rng(seed)
+    n_edges = np.asarray(n_edges, dtype=np.int32)
+    bin_edges = np.full((n_edges.size, MAX_EDGES), np.inf, dtype=X_DTYPE)
+    for f, m in enumerate(n_edges):
+        bin_edges[f, :m] = np.sort(rng.choice(np.linspace(-3, 3, 1000), m, replace=False))
+    return bin_edges, n_edges
+
+
+def run(X, bin_edges, n_edges, dtype=X_DTYPE):
+    """map_to_bins with BinMapper.transform's types: C-ordered X (n_samples, n_features),
+    feature-major C-ordered output (n_features, n_samples). Raw X is float64 or
+    float32 (the package bins float32 input without a copy)."""
+    X_binned = np.empty((X.shape[1], X.shape[0]), dtype=X_BINNED_DTYPE)
+    map_to_bins(np.ascontiguousarray(X, dtype=dtype), bin_edges, n_edges, MISSING_BIN,
+                X_binned)
+    return X_binned
+
+
+def make_X(n_samples, bin_edges, n_edges, seed=0):
+    """Random values plus values exactly on edges, +-inf, NaN and an all-NaN column."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-4, 4, size=(n_samples, n_edges.size))
+    for f, m in enumerate(n_edges):
+        if m:  # a tenth of the rows exactly on an edge: x == edge goes to that bin
+            on_edge = rng.random(n_samples) < 0.1
+            X[on_edge, f] = rng.choice(bin_edges[f, :m], on_edge.sum())
+    X[rng.random(X.shape) < 0.05] = np.nan
+    specials = np.array([np.inf, -np.inf, 3.0, -3.0, np.nan])
+    X[:5, 0] = specials[: min(5, n_samples)]
+    X[:, -1] = np.nan
+    return X
+
+
+@pytest.mark.parametrize("n_samples", [0, 1, 1000, 2 * _CHUNK + 1])
+def test_matches_searchsorted(n_samples):
+    # features with 254 edges (255 bins), 1, 0 (one bin), 7, and an all-NaN column
+    bin_edges, n_edges = make_edges([254, 1, 0, 7, 3])
+    X = make_X(n_samples, bin_edges, n_edges)
+    X_binned = run(X, bin_edges, n_edges)
+    assert_array_equal(X_binned, bin_matrix(X, bin_edges, n_edges))
+    assert X_binned.shape == (n_edges.size, n_samples)
+    assert X_binned.flags.c_contiguous
+
+
+@pytest.mark.parametrize("n_samples", [1, 1000])
+def test_float32_input_is_compared_in_float64(n_samples):
+    bin_edges, n_edges = make_edges([254, 1, 0, 7, 3])
+    X32 = make_X(n_samples, bin_edges, n_edges).astype(np.float32)
+    # float32 -> float64 is exact, so the bins are those of the same values in float64
+    assert_array_equal(run(X32, bin_edges, n_edges, dtype=np.float32),
+                       bin_matrix(X32.astype(X_DTYPE), bin_edges, n_edges))
+
+
+def test_edge_cases():
+    bin_edges, n_edges = make_edges([254, 1, 0, 7, 3])
+    X = make_X(3000, bin_edges, n_edges)
+    X_binned = run(X, bin_edges, n_edges)
+    nan = np.isnan(X).T  # feature-major like X_binned
+    assert np.all(X_binned[nan] == MISSING_BIN)
+    assert np.all(X_binned[~nan] < MISSING_BIN)
+    assert np.all(X_binned[-1] == MISSING_BIN)  # all-missing feature
+    assert np.all(X_binned[2, ~nan[2]] == 0)  # no edge: one bin
+    assert np.all(X_binned[0, ~nan[0]] <= 254)  # 254 edges: bins 0..254
+    # +inf lands in the last value bin, -inf in bin 0; x == edge in that edge's bin
+    assert list(X_binned[0, :2]) == [254, 0]
+    edge = bin_edges[3, 4]
+    assert run(np.full((1, 5), edge), bin_edges, n_edges)[3, 0] == 4
+    assert run(np.full((1, 5), np.nextafter(edge, np.inf)), bin_edges, n_edges)[3, 0] == 5
+
+
+def test_bins_are_monotone_in_x():
+    bin_edges, n_edges = make_edges([254, 40])
+    x = np.linspace(-5, 5, 5001)
+    X_binned = run(np.column_stack([x, x]), bin_edges, n_edges)
+    assert np.all(np.diff(X_binned.astype(int), axis=1) >= 0)
+    assert X_binned[0, 0] == 0
+    assert X_binned[0, -1] == 254
+    assert X_binned[1, -1] == 40
+
+
+def test_independent_of_thread_count():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    bin_edges, n_edges = make_edges([254, 5, 0])
+    X = make_X(3 * _CHUNK, bin_edges, n_edges)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = run(X, bin_edges, n_edges)
+        numba.set_num_threads(2)
+        two = run(X, bin_edges, n_edges)
+    finally:
+        numba.set_num_threads(previous)
+    assert_array_equal(one, two)

@@ -1,0 +1,180 @@
+"""build_histograms / build_histograms_root against the bincount twin (DESIGN §4.1-4.2)."""
+
+import numba
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from reference import histogram
+from treeboost._dtypes import (
+    G_H_DTYPE,
+    HIST_C,
+    HIST_G,
+    HIST_H,
+    INDEX_DTYPE,
+    MISSING_BIN,
+    N_BINS,
+    NODE_DTYPE,
+    SUM_DTYPE,
+    X_BINNED_DTYPE,
+)
+from treeboost._kernels.histogram import (
+    build_histograms,
+    build_histograms_root,
+    build_histograms_serial,
+)
+
+# Gradients are float32, promoted exactly to float64 and summed in float64 by both the
+# kernel and the twin; only the order of additions may differ, which costs at most
+# ~n * eps64 * sum|g| ~ 2e3 * 1.1e-16 * 2e3 < 1e-9 on our nodes of <= 2,000 rows with
+# |g| <= 1. Hence this absolute tolerance; rtol is the float64 round-off of one sum.
+SUM_TOL = {"rtol": 1e-12, "atol": 1e-9}
+
+
+def make_data(n_samples=2000, n_features=5, seed=0, missing_fraction=0.1):
+    """Feature-major bins (n_features, n_samples), C order (feature 0 all missing,
+    feature 1 one bin) and float32 g, h."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 255, size=(n_samples, n_features)).astype(X_BINNED_DTYPE)
+    X[rng.random(X.shape) < missing_fraction] = MISSING_BIN
+    X[:, 0] = MISSING_BIN  # an all-missing feature
+    X[:, 1] = 0  # a one-bin feature
+    gradient = rng.uniform(-1, 1, n_samples).astype(G_H_DTYPE)
+    hessian = rng.uniform(0, 1, n_samples).astype(G_H_DTYPE)
+    return np.ascontiguousarray(X.T), gradient, hessian
+
+
+# the grower calls the serial kernel on small nodes, the parallel one on large nodes
+KERNELS = [build_histograms, build_histograms_serial]
+by_kernel = pytest.mark.parametrize("kernel", KERNELS, ids=["parallel", "serial"])
+
+
+def run(X, sample_indices, gradient, hessian, features=None, kernel=build_histograms):
+    """Call a histogram kernel with the dtypes the grower uses."""
+    n_features, n_samples = X.shape
+    features = np.arange(n_features, dtype=NODE_DTYPE) if features is None else features
+    hist = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
+    scratch_g = np.empty(n_samples, dtype=G_H_DTYPE)
+    scratch_h = np.empty(n_samples, dtype=G_H_DTYPE)
+    kernel(X, sample_indices.astype(INDEX_DTYPE), gradient, hessian, features, scratch_g,
+           scratch_h, hist)
+    return hist
+
+
+def assert_hist_equal(actual, expected):
+    """Counts exactly, float sums to SUM_TOL."""
+    assert_array_equal(actual[..., HIST_C], expected[..., HIST_C])
+    assert_allclose(actual[..., HIST_G], expected[..., HIST_G], **SUM_TOL)
+    assert_allclose(actual[..., HIST_H], expected[..., HIST_H], **SUM_TOL)
+
+
+@by_kernel
+@pytest.mark.parametrize("n_node", [0, 1, 17, 1500])
+def test_build_histograms_matches_twin(n_node, kernel):
+    X, g, h = make_data()
+    rng = np.random.default_rng(n_node)
+    n_features, n_samples = X.shape
+    rows = np.sort(rng.choice(n_samples, n_node, replace=False))
+    hist = run(X, rows, g, h, kernel=kernel)
+    assert_hist_equal(hist, histogram(X, rows, g, h))
+    assert hist[..., HIST_C].sum() == n_node * n_features
+
+
+@by_kernel
+def test_edge_features(kernel):
+    X, g, h = make_data()
+    rows = np.arange(0, X.shape[1], 3)
+    hist = run(X, rows, g, h, kernel=kernel)
+    # all-missing feature: every row in the missing bin
+    assert hist[0, MISSING_BIN, HIST_C] == rows.size
+    assert hist[0, :MISSING_BIN, HIST_C].sum() == 0
+    # one-bin feature: every row in bin 0
+    assert hist[1, 0, HIST_C] == rows.size
+    assert hist[1, 1:, HIST_C].sum() == 0
+    # a feature with some missing values has them in the missing bin only
+    n_missing = int((X[2, rows] == MISSING_BIN).sum())
+    assert n_missing > 0
+    assert hist[2, MISSING_BIN, HIST_C] == n_missing
+
+
+@by_kernel
+def test_one_row(kernel):
+    X, g, h = make_data()
+    hist = run(X, np.array([7]), g, h, kernel=kernel)
+    for f in range(X.shape[0]):
+        b = X[f, 7]
+        # a single float32 value promoted to float64: exact
+        assert_array_equal(hist[f, b], [g[7], h[7], 1.0])
+        assert hist[f].sum(axis=0)[HIST_C] == 1
+
+
+@by_kernel
+def test_constant_gradients_equal_counts(kernel):
+    X, _, _ = make_data()
+    ones = np.ones(X.shape[1], dtype=G_H_DTYPE)
+    rows = np.arange(X.shape[1])
+    hist = run(X, rows, ones, 2 * ones, kernel=kernel)
+    # sums of 1.0 and 2.0 are integers below 2**53: exact
+    assert_array_equal(hist[..., HIST_G], hist[..., HIST_C])
+    assert_array_equal(hist[..., HIST_H], 2 * hist[..., HIST_C])
+
+
+@by_kernel
+def test_subset_of_features_leaves_others_zero(kernel):
+    X, g, h = make_data()
+    rows = np.arange(0, X.shape[1], 2)
+    features = np.array([1, 3], dtype=NODE_DTYPE)
+    hist = run(X, rows, g, h, features, kernel=kernel)
+    assert_hist_equal(hist, histogram(X, rows, g, h, features=[1, 3]))
+    assert not hist[[0, 2, 4]].any()
+    assert hist[3, :, HIST_C].sum() == rows.size
+
+
+def test_root_equals_general_with_all_indices():
+    X, g, h = make_data()
+    n_features, n_samples = X.shape
+    features = np.arange(n_features, dtype=NODE_DTYPE)
+    root = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
+    build_histograms_root(X, g, h, features, root)
+    # same values added in the same row order: bit-identical
+    for kernel in KERNELS:
+        assert_array_equal(root, run(X, np.arange(n_samples), g, h, kernel=kernel))
+    assert_hist_equal(root, histogram(X, np.arange(n_samples), g, h))
+
+
+def test_subtraction_gives_sibling():
+    X, g, h = make_data()
+    rng = np.random.default_rng(1)
+    parent = np.sort(rng.choice(X.shape[1], 1200, replace=False))
+    in_left = rng.random(parent.size) < 0.3
+    left, right = parent[in_left], parent[~in_left]
+    diff = run(X, parent, g, h) - run(X, left, g, h)
+    brute = run(X, right, g, h)
+    assert_array_equal(diff[..., HIST_C], brute[..., HIST_C])  # integer-valued floats
+    # parent - left cancels: the error is a few eps64 times the parent's |sums| (<= 1200)
+    assert_allclose(diff[..., :2], brute[..., :2], rtol=0, atol=1e-9)
+
+
+def test_serial_equals_parallel():
+    X, g, h = make_data()
+    rows = np.sort(np.random.default_rng(3).choice(X.shape[1], 1111, replace=False))
+    # one pass per feature in row order in both: bit-identical
+    assert_array_equal(run(X, rows, g, h, kernel=build_histograms),
+                       run(X, rows, g, h, kernel=build_histograms_serial))
+
+
+def test_independent_of_thread_count():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    X, g, h = make_data()
+    rows = np.arange(1, X.shape[1], 2)
+    previous = numba.get_num_threads()
+    try:
+        results = []
+        for n_threads in (1, 2):
+            numba.set_num_threads(n_threads)
+            results.append(run(X, rows, g, h))
+    finally:
+        numba.set_num_threads(previous)
+    # one thread sums each feature in row order: bit-identical by design (DESIGN §1.5)
+    assert_array_equal(results[0], results[1])

@@ -1,0 +1,137 @@
+"""partition_rows and add_leaf_values against the masked-concatenate twin."""
+
+import numba
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from reference import partition
+from treeboost._dtypes import INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, X_BINNED_DTYPE
+from treeboost._kernels.partition import (
+    _CHUNK,
+    add_leaf_values,
+    partition_rows,
+    partition_rows_serial,
+)
+
+# the grower calls the serial kernel on small nodes, the parallel one on large nodes
+by_kernel = pytest.mark.parametrize("kernel", [partition_rows, partition_rows_serial],
+                                    ids=["parallel", "serial"])
+
+
+def make_bins(n_samples, seed=0):
+    """Feature-major bins (3, n_samples), C order: feature 0 with missing values,
+    1 all missing, 2 one bin."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 50, size=(n_samples, 3)).astype(X_BINNED_DTYPE)
+    X[rng.random(n_samples) < 0.2, 0] = MISSING_BIN
+    X[:, 1] = MISSING_BIN
+    X[:, 2] = 0
+    return np.ascontiguousarray(X.T)
+
+
+def run(rows, X, feature, bin_threshold, missing_left, kernel=partition_rows):
+    """A partition kernel on a copy, with the argument types the grower passes."""
+    out = rows.astype(INDEX_DTYPE)  # a copy
+    left_buffer = np.empty(max(out.size, 1), dtype=INDEX_DTYPE)
+    right_buffer = np.empty(max(out.size, 1), dtype=INDEX_DTYPE)
+    n_left = kernel(out, X, int(feature), int(bin_threshold), bool(missing_left),
+                    MISSING_BIN, left_buffer, right_buffer)
+    return out, int(n_left)
+
+
+SPLITS = [  # (feature, bin_threshold, missing_left)
+    (0, 24, False), (0, 24, True), (0, 0, True), (0, 49, False),
+    (1, 10, True), (1, 10, False),  # all missing: everything on the missing side
+    (2, 0, False), (2, 5, True),  # one bin: everything left
+]
+
+
+@by_kernel
+@pytest.mark.parametrize("n_node", [0, 1, 1000, 3 * _CHUNK + 123])
+@pytest.mark.parametrize("split", SPLITS)
+def test_matches_stable_twin(n_node, split, kernel):
+    X = make_bins(4 * _CHUNK)
+    rng = np.random.default_rng(n_node)
+    rows = np.sort(rng.choice(X.shape[1], n_node, replace=False)).astype(INDEX_DTYPE)
+    out, n_left = run(rows, X, *split, kernel=kernel)
+    expected, expected_left = partition(rows, X, *split)
+    assert n_left == expected_left
+    assert_array_equal(out, expected)  # stable: each side keeps ascending order
+    assert_array_equal(np.sort(out), rows)  # same set of rows
+
+
+@by_kernel
+def test_edge_splits_put_everything_on_one_side(kernel):
+    X = make_bins(500)
+    rows = np.arange(500, dtype=INDEX_DTYPE)
+    assert run(rows, X, 1, 10, True, kernel)[1] == 500  # all missing, missing left
+    assert run(rows, X, 1, 10, False, kernel)[1] == 0
+    assert run(rows, X, 2, 0, False, kernel)[1] == 500  # one bin, bin <= 0
+
+
+@by_kernel
+def test_unsorted_rows_keep_their_relative_order(kernel):
+    X = make_bins(3 * _CHUNK)
+    rows = np.random.default_rng(5).permutation(X.shape[1]).astype(INDEX_DTYPE)
+    out, n_left = run(rows, X, 0, 30, True, kernel)
+    expected, expected_left = partition(rows, X, 0, 30, True)
+    assert n_left == expected_left
+    assert_array_equal(out, expected)
+
+
+@by_kernel
+def test_slice_of_a_larger_index_array(kernel):
+    """The grower partitions a node's slice in place; rows outside must not move."""
+    X = make_bins(2 * _CHUNK + 7)
+    n_samples = X.shape[1]
+    sample_indices = np.arange(n_samples, dtype=INDEX_DTYPE)
+    start, stop = 1000, n_samples - 5
+    node = sample_indices[start:stop]
+    expected, expected_left = partition(node.copy(), X, 0, 20, False)
+    left_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
+    right_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
+    n_left = kernel(node, X, 0, 20, False, MISSING_BIN, left_buffer, right_buffer)
+    assert n_left == expected_left
+    assert_array_equal(sample_indices[start:stop], expected)
+    assert_array_equal(sample_indices[:start], np.arange(start))
+    assert_array_equal(sample_indices[stop:], np.arange(stop, n_samples))
+
+
+def test_independent_of_thread_count():
+    n_threads = [1, 2] if numba.config.NUMBA_NUM_THREADS >= 2 else [1]
+    X = make_bins(5 * _CHUNK)
+    rows = np.arange(0, X.shape[1], dtype=INDEX_DTYPE)
+    previous = numba.get_num_threads()
+    results = []
+    try:
+        for n in n_threads:
+            numba.set_num_threads(n)
+            results.append(run(rows, X, 0, 17, True))
+    finally:
+        numba.set_num_threads(previous)
+    expected, expected_left = partition(rows, X, 0, 17, True)
+    for out, n_left in results:
+        assert n_left == expected_left
+        assert_array_equal(out, expected)
+
+
+def test_add_leaf_values_matches_twin():
+    rng = np.random.default_rng(0)
+    n = 3000
+    # rows grouped by leaf as the grower leaves them, leaf 2 empty, one row not in any leaf
+    sample_indices = rng.permutation(n)[: n - 1].astype(INDEX_DTYPE)
+    stops = np.array([700, 1500, 1500, n - 1], dtype=np.int64)
+    starts = np.array([0, 700, 1500, 1500], dtype=np.int64)
+    values = np.array([0.5, -1.25, 7.0, 2.0], dtype=SUM_DTYPE)
+    raw = rng.normal(size=n)
+    before = raw.copy()
+    expected = raw.copy()
+    for v, a, b in zip(values, starts, stops, strict=True):
+        expected[sample_indices[a:b]] += v
+    add_leaf_values(raw, sample_indices, starts, stops, values)
+    # each row gets exactly one addition, the same float64 operation on both sides
+    assert_array_equal(raw, expected)
+    outside = np.setdiff1d(np.arange(n), sample_indices)
+    assert outside.size == 1
+    assert raw[outside[0]] == before[outside[0]]

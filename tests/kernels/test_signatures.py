@@ -1,0 +1,128 @@
+"""Compile budget (DESIGN §1.3): every kernel compiles at most 2 signatures.
+
+The test drives every kernel through the public estimators in a fresh Python
+process, so it measures what the package compiles, whatever other tests (kernel
+unit tests call kernels directly) ran before it in the suite's process.
+
+Binned data is feature-major (n_features, n_samples) in C order, so its Numba
+type does not depend on the shape; raw X may be float64 or float32, so the
+kernels reading raw X (map_to_bins, predict_raw) get exactly one signature per
+dtype and every other kernel exactly one.
+"""
+
+import importlib
+import json
+import pkgutil
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+from numba.core.registry import CPUDispatcher
+
+import treeboost._kernels
+from treeboost import TreeBoostClassifier, TreeBoostRegressor
+from treeboost.losses import REGRESSION_LOSSES
+
+
+def all_kernels():
+    """{module.name: dispatcher} of every kernel in treeboost._kernels.
+
+    Helpers jitted with inline="always" are left out: they are compiled into
+    their callers and never get signatures of their own.
+    """
+    found = {}
+    for info in pkgutil.iter_modules(treeboost._kernels.__path__):
+        module = importlib.import_module(f"treeboost._kernels.{info.name}")
+        for name, obj in vars(module).items():
+            if (isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == module.__name__
+                    and obj.targetoptions.get("inline", "never") == "never"):
+                found[f"{info.name}.{name}"] = obj
+    return found
+
+
+def fit_predict(estimator, X, y, **fit_params):
+    estimator.fit(X, y, **fit_params)
+    estimator.predict(X)
+    estimator.predict(X[:1])  # one row: (1, n_features) is both C- and F-contiguous
+    list(estimator.staged_predict(X[:5]))
+
+
+def exercise_estimators():
+    rng = np.random.default_rng(0)
+    n = 160
+    X = rng.normal(size=(n, 3))
+    X_nan = X.copy()
+    X_nan[rng.random(X.shape) < 0.15] = np.nan
+    targets = {
+        "regressor": (TreeBoostRegressor, X[:, 0] + 0.1 * rng.normal(size=n)),
+        "binary": (TreeBoostClassifier, (X[:, 0] > 0).astype(int)),
+        "multiclass": (TreeBoostClassifier, np.digitize(X[:, 1], [-0.5, 0.5])),
+    }
+    common = {"n_estimators": 3, "min_samples_leaf": 5, "random_state": 0}
+    for cls, y in targets.values():
+        # float32 input is binned and predicted without a copy to float64
+        for data in (X, X_nan, X.astype(np.float32), X_nan.astype(np.float32)):
+            for subsample in (1.0, 0.6):
+                fit_predict(cls(subsample=subsample, **common), data, y,
+                            eval_set=[(data[:40], y[:40])])
+        # early stopping on a held-out fraction, column sampling, one thread
+        fit_predict(cls(n_iter_no_change=2, colsample_bytree=0.7, colsample_bynode=0.5,
+                        n_jobs=1, **common), X_nan, y)
+        # integer values of float parameters are legal and common in grids
+        fit_predict(cls(reg_lambda=1, **common), X, y)
+        fit_predict(cls(reg_alpha=1, min_child_weight=1, **common), X, y)
+        # a single feature (an (n, 1) raw X is both C- and F-contiguous), a one-row
+        # eval set, in both dtypes
+        for data in (X_nan[:, :1], X_nan[:, :1].astype(np.float32)):
+            fit_predict(cls(**common), data, y, eval_set=[(data[:1], y[:1])])
+    # large enough for the parallel histogram and partition kernels of the grower
+    X_big = np.random.default_rng(1).normal(size=(40_000, 6))
+    fit_predict(TreeBoostRegressor(n_estimators=2, max_leaf_nodes=4, subsample=0.9,
+                                   random_state=0), X_big, X_big[:, 0])
+    y_pos = np.exp(X[:, 0])
+    for loss in REGRESSION_LOSSES:
+        fit_predict(TreeBoostRegressor(loss=loss, **common), X_nan, y_pos)
+    fit_predict(TreeBoostRegressor(loss="tweedie", power=3, **common), X, y_pos)
+    fit_predict(TreeBoostClassifier(loss="exponential", **common), X_nan, targets["binary"][1])
+    # float32 straight into predict of a model fitted on float64, and the reverse
+    model = TreeBoostRegressor(**common).fit(X_nan, y_pos)
+    model.predict(X_nan.astype(np.float32))
+    model.predict(X_nan[:1].astype(np.float32))
+    model = TreeBoostRegressor(**common).fit(X_nan.astype(np.float32), y_pos)
+    model.predict(X_nan)
+    model.predict(X_nan[:1, :])
+
+
+def exercise_read_only():
+    """Read-only inputs (joblib memmaps) must reuse the writeable inputs' kernels."""
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.float32):
+        X = rng.normal(size=(200, 3)).astype(dtype)
+        y = X[:, 0].astype(np.float64)
+        X.flags.writeable = y.flags.writeable = False
+        TreeBoostRegressor(n_estimators=2).fit(X, y).predict(X)
+        TreeBoostClassifier(n_estimators=2).fit(X, (y > 0).astype(int)).predict_proba(X)
+
+
+def compiled_signatures():
+    """{kernel name: [signature, ...]} after exercising the estimators in this process."""
+    exercise_estimators()
+    exercise_read_only()
+    return {name: [str(s) for s in k.signatures] for name, k in all_kernels().items()}
+
+
+@pytest.mark.skipif(numba.config.DISABLE_JIT, reason="kernels are plain Python")
+def test_each_kernel_compiles_at_most_two_signatures():
+    out = subprocess.run([sys.executable, __file__], capture_output=True, text=True,
+                         check=True)
+    signatures = json.loads(out.stdout.strip().splitlines()[-1])
+    never_run = sorted(name for name, sigs in signatures.items() if not sigs)
+    assert not never_run, f"extend exercise_estimators() to reach {never_run}"
+    too_many = {name: sigs for name, sigs in signatures.items() if len(sigs) > 2}
+    assert not too_many, f"kernels with more than 2 signatures: {too_many}"
+
+
+if __name__ == "__main__":
+    print(json.dumps(compiled_signatures()))

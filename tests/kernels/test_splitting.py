@@ -1,0 +1,214 @@
+"""find_best_splits against the exhaustive twin and closed-form gains (DESIGN §4.1)."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from reference import best_split, histogram
+from treeboost._dtypes import G_H_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE, SUM_DTYPE
+from treeboost._kernels.splitting import (
+    BIN,
+    GAIN,
+    LEFT_C,
+    LEFT_G,
+    LEFT_H,
+    MISSING_LEFT,
+    N_SPLIT_COLUMNS,
+    find_best_splits,
+)
+
+DEFAULTS = {"reg_lambda": 0.0, "reg_alpha": 0.0, "min_samples_leaf": 1,
+            "min_child_weight": 1e-3}
+
+
+def run(hist, n_bins_non_missing, totals, features=None, **params):
+    """find_best_splits with the scalar types the grower passes (all float64)."""
+    p = {**DEFAULTS, **params}
+    features = (np.arange(hist.shape[0], dtype=NODE_DTYPE) if features is None
+                else np.asarray(features, dtype=NODE_DTYPE))
+    out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
+    sum_g, sum_h, count = (float(t) for t in totals)
+    find_best_splits(hist, features, np.asarray(n_bins_non_missing, dtype=NODE_DTYPE),
+                     MISSING_BIN, sum_g, sum_h, count, float(p["reg_lambda"]),
+                     float(p["reg_alpha"]), float(p["min_samples_leaf"]),
+                     float(p["min_child_weight"]), out)
+    return out
+
+
+def twin(hist, n_bins_non_missing, totals, **params):
+    """The twin's (gain, bin, missing_left, gl, hl, cl) of every feature, as an array."""
+    p = {**DEFAULTS, **params}
+    return np.array([best_split(hist[f], n_bins_non_missing[f], *totals, **p)
+                     for f in range(hist.shape[0])])
+
+
+def random_node(seed=0, n_samples=600):
+    """Histogram of a node: features with 2..255 bins, missing values, a one-bin
+    feature with missing values, an all-missing feature and a one-bin feature."""
+    rng = np.random.default_rng(seed)
+    nb = np.array([255, 2, 7, 40, 1, 3, 1, 120], dtype=NODE_DTYPE)
+    X = np.column_stack([rng.integers(0, b, n_samples) for b in nb]).astype(np.uint8)
+    X[rng.random(X.shape) < 0.15] = MISSING_BIN
+    X[:, 4][rng.random(n_samples) < 0.5] = MISSING_BIN  # one bin + missing
+    X[:, 5] = MISSING_BIN  # all missing
+    X[:, 6] = 0  # one bin, no missing
+    X[:, 7][X[:, 7] == MISSING_BIN] = 3  # no missing at all
+    # gradients with a signal on feature 3 so the best splits are well separated
+    g = (rng.normal(size=n_samples) + (X[:, 3] < 20)).astype(G_H_DTYPE)
+    h = rng.uniform(0.1, 1.0, n_samples).astype(G_H_DTYPE)
+    hist = histogram(np.ascontiguousarray(X.T), np.arange(n_samples), g, h)
+    return hist, nb, hist[0].sum(axis=0)
+
+
+def assert_same_choice(out, expected):
+    """Same bin and missing side exactly; same gain and left sums up to rounding."""
+    assert_array_equal(out[:, BIN], expected[:, 1])
+    assert_array_equal(out[:, MISSING_LEFT], expected[:, 2])
+    # the twin sums bins in another order (numpy sum, missing bin added last):
+    # float64 round-off on gains and sums of <= 600 terms of magnitude <= ~5
+    assert_allclose(out[:, GAIN], expected[:, 0], rtol=1e-10, atol=1e-10)
+    valid = np.isfinite(expected[:, 0])
+    assert_allclose(out[valid][:, [LEFT_G, LEFT_H]], expected[valid][:, 3:5], rtol=1e-10,
+                    atol=1e-10)
+    assert_array_equal(out[valid][:, LEFT_C], expected[valid][:, 5])
+
+
+CASES = {
+    "defaults": {},
+    "l2": {"reg_lambda": 3.0},
+    "l1": {"reg_alpha": 2.5},
+    "l1_l2": {"reg_alpha": 1.0, "reg_lambda": 1.0},
+    "min_samples_leaf": {"min_samples_leaf": 150},
+    "min_child_weight": {"min_child_weight": 90.0},
+    "all": {"reg_alpha": 0.5, "reg_lambda": 2.0, "min_samples_leaf": 60,
+            "min_child_weight": 40.0},
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("case", CASES)
+def test_matches_exhaustive_twin(case, seed):
+    hist, nb, totals = random_node(seed)
+    expected = twin(hist, nb, totals, **CASES[case])
+    out = run(hist, nb, totals, **CASES[case])
+    assert_same_choice(out, expected)
+    # features 5 (all missing) and 6 (one bin, no missing) have no split at all
+    assert np.all(out[[5, 6], GAIN] == -np.inf)
+    assert np.all(out[[5, 6], BIN] == -1)
+    # feature 3 carries the signal: some split is valid whatever the constraints
+    assert np.isfinite(out[3, GAIN])
+
+
+@pytest.mark.parametrize("case", ["min_samples_leaf", "min_child_weight", "l1"])
+def test_constraints_change_the_choice(case):
+    """The parameter matters here, and the chosen children respect it."""
+    hist, nb, totals = random_node(0)
+    free = run(hist, nb, totals)
+    out = run(hist, nb, totals, **CASES[case])
+    assert np.any(free[:, BIN] != out[:, BIN]) or np.any(free[:, GAIN] != out[:, GAIN])
+    valid = np.isfinite(out[:, GAIN])
+    left_c, left_h = out[valid, LEFT_C], out[valid, LEFT_H]
+    p = {**DEFAULTS, **CASES[case]}
+    assert np.all(np.minimum(left_c, totals[2] - left_c) >= p["min_samples_leaf"])
+    assert np.all(np.minimum(left_h, totals[1] - left_h) >= p["min_child_weight"])
+
+
+def test_nothing_valid_gives_minus_inf():
+    hist, nb, totals = random_node(0)
+    count, sum_h = totals[2], totals[1]
+    for params in ({"min_samples_leaf": count // 2 + 1},
+                   {"min_child_weight": sum_h / 2 + 1e-6}):
+        out = run(hist, nb, totals, **params)
+        assert np.all(out[:, GAIN] == -np.inf)
+        assert np.all(out[:, BIN] == -1)
+        assert_allclose(twin(hist, nb, totals, **params)[:, 0], -np.inf)
+
+
+def test_constant_gradients_gain_nothing():
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 30, size=(3, 500)).astype(np.uint8)  # feature-major
+    X[1, ::4] = MISSING_BIN
+    g = np.full(500, 0.5, dtype=G_H_DTYPE)
+    hist = histogram(X, np.arange(500), g, np.ones(500, dtype=G_H_DTYPE))
+    totals = hist[0].sum(axis=0)
+    out = run(hist, [30, 30, 30], totals)
+    # G = n/2, H = n for every child: n_L/4 + n_R/4 - n/4, binary fractions, exactly 0
+    assert np.all(out[:, GAIN] == 0.0)
+    assert_same_choice(out, twin(hist, [30, 30, 30], totals))
+
+
+@pytest.mark.parametrize("reg_lambda", [0.0, 1.0])
+def test_empty_node(reg_lambda):
+    hist = np.zeros((2, N_BINS, 3), dtype=SUM_DTYPE)
+    # reg_lambda == 0 too: a score with H + lambda <= 0 is 0, not 0/0 (NaN when jitted,
+    # ZeroDivisionError under NUMBA_DISABLE_JIT=1)
+    out = run(hist, [10, 1], (0.0, 0.0, 0.0), reg_lambda=reg_lambda)
+    assert np.all(out[:, GAIN] == -np.inf)
+
+
+def small_hist(values, missing=None):
+    """One feature from rows of (g, h, count) per bin (and the missing bin)."""
+    hist = np.zeros((1, N_BINS, 3), dtype=SUM_DTYPE)
+    hist[0, : len(values)] = values
+    if missing is not None:
+        hist[0, MISSING_BIN] = missing
+    return hist
+
+
+@pytest.mark.parametrize(("params", "gain"), [
+    # G_L, G_R = -3, 3 at bin 1: 9/2 + 9/1 - 0
+    ({}, 13.5),
+    # L2: 9/(2+1) + 9/(1+1)
+    ({"reg_lambda": 1.0}, 7.5),
+    # L1 shrinks |G| by 1: 2^2/2 + 2^2/1
+    ({"reg_alpha": 1.0}, 6.0),
+])
+def test_closed_form_gain(params, gain):
+    hist = small_hist([[-2, 1, 1], [-1, 1, 1], [3, 1, 1]])
+    out = run(hist, [3], (0.0, 3.0, 3.0), min_child_weight=0.0, **params)
+    assert out[0, BIN] == 1
+    # three exact small sums and two divisions: a couple of float64 roundings
+    assert_allclose(out[0, GAIN], gain, rtol=1e-14)
+    # no missing rows: unseen NaN go with the larger child (the left one, 2 rows)
+    assert out[0, MISSING_LEFT] == 1
+    assert_array_equal(out[0, [LEFT_G, LEFT_H, LEFT_C]], [-3, 2, 2])
+
+
+def test_missing_direction():
+    # values g = -2 | +2, missing g = -2: sending the missing row left is best:
+    # (-4)^2/2 + 2^2/1 - (-2)^2/3 = 32/3
+    hist = small_hist([[-2, 1, 1], [2, 1, 1]], missing=[-2, 1, 1])
+    out = run(hist, [2], (-2.0, 3.0, 3.0), min_child_weight=0.0)
+    assert out[0, BIN] == 0
+    assert out[0, MISSING_LEFT] == 1
+    assert_allclose(out[0, GAIN], 32 / 3, rtol=1e-14)  # a few roundings of O(10) values
+    # with the missing row worth +2 it goes right, with the +2 value bin
+    hist[0, MISSING_BIN, 0] = 2.0
+    out = run(hist, [2], (2.0, 3.0, 3.0), min_child_weight=0.0)
+    assert (out[0, BIN], out[0, MISSING_LEFT]) == (0, 0)
+
+
+def test_missing_left_with_every_value_but_the_last_bin():
+    # g = -1, -1, +3 in bins 0..2 and -1 on the missing row: the best split is
+    # bins 0-1 and missing left (G_L = -3, H_L = 3), bin 2 right: 9/3 + 9/1 - 0 = 12
+    hist = small_hist([[-1, 1, 1], [-1, 1, 1], [3, 1, 1]], missing=[-1, 1, 1])
+    out = run(hist, [3], (0.0, 4.0, 4.0), min_child_weight=0.0)
+    assert (out[0, BIN], out[0, MISSING_LEFT]) == (1, 1)
+    assert_allclose(out[0, GAIN], 12.0, rtol=1e-14)  # exact sums, two roundings at most
+
+
+def test_one_value_bin_with_missing_splits_values_from_missing():
+    hist = small_hist([[-1, 1, 5]], missing=[1, 1, 3])
+    out = run(hist, [1], (0.0, 2.0, 8.0))
+    # the only split: every value left (bin 0 = n_bins - 1), missing right
+    assert (out[0, BIN], out[0, MISSING_LEFT]) == (0, 0)
+    assert out[0, LEFT_C] == 5
+    assert_allclose(out[0, GAIN], 2.0, rtol=1e-14)  # 1/1 + 1/1 - 0, exact up to rounding
+
+
+def test_only_listed_features_are_scanned():
+    hist, nb, totals = random_node(3)
+    out = run(hist, nb, totals, features=[7, 3])
+    expected = twin(hist, nb, totals)[[7, 3]]
+    assert out.shape == (2, N_SPLIT_COLUMNS)
+    assert_same_choice(out, expected)

@@ -1,0 +1,270 @@
+"""TreeGrower on pre-binned data: known splits, partitions, constraints, best-first order."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from reference import best_split_of_rows, leaf_of
+from treeboost import grower as grower_module
+from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE
+from treeboost.grower import GrowerParams, TreeGrower
+
+N_BINS_NON_MISSING = 255
+
+# Leaf and node sums come from histogram prefix sums and parent - child
+# subtractions in float64 (a few per level), the reference from one float64 sum
+# over the rows: the difference is a few eps64 times the root's sum of |g| or h
+# (<= 4,000 here), so <= ~1e-11; 1e-8 leaves room for deep trees.
+SUM_ATOL = 1e-8
+
+
+def random_data(n_samples=4000, n_features=4, seed=0, missing=0.05):
+    """Feature-major bins (n_features, n_samples) in 0..254 plus missing values, C order,
+    and gradients with some signal."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, N_BINS_NON_MISSING, size=(n_samples, n_features)).astype(np.uint8)
+    X[rng.random(X.shape) < missing] = MISSING_BIN
+    signal = np.where(X[:, 0] > 128, 1.0, -1.0) + 0.5 * (X[:, 1] / 255.0)
+    gradient = (signal + rng.normal(size=n_samples)).astype(G_H_DTYPE)
+    hessian = rng.uniform(0.1, 1.0, n_samples).astype(G_H_DTYPE)
+    return np.ascontiguousarray(X.T), gradient, hessian
+
+
+def grow(X, gradient, hessian, rows=None, features=None, all_rows=False, **params):
+    """Grow one tree on feature-major X; return (GrownTree, reordered sample_indices)."""
+    n_features, n_samples = X.shape
+    rows = np.arange(n_samples) if rows is None else rows
+    features = np.arange(n_features) if features is None else features
+    grower = TreeGrower(X, np.full(n_features, N_BINS_NON_MISSING, dtype=NODE_DTYPE),
+                        GrowerParams(**params))
+    sample_indices = rows.astype(INDEX_DTYPE)
+    tree = grower.grow(gradient, hessian, sample_indices, features.astype(NODE_DTYPE),
+                       all_rows=all_rows)
+    return tree, sample_indices
+
+
+def node_depths(tree):
+    depth = np.zeros(tree.left.size, dtype=int)
+    for node in range(tree.left.size):  # children come after their parent
+        if tree.left[node] >= 0:
+            depth[[tree.left[node], tree.right[node]]] = depth[node] + 1
+    return depth
+
+
+def node_rows(tree, sample_indices):
+    """Rows of every node: the slice spanned by the leaves below it."""
+    span = {}
+    for j, node in enumerate(tree.leaf_nodes):
+        span[node] = (tree.leaf_starts[j], tree.leaf_stops[j])
+    for node in range(tree.left.size - 1, -1, -1):  # children before parents
+        if tree.left[node] >= 0:
+            (a, _), (_, d) = span[tree.left[node]], span[tree.right[node]]
+            span[node] = (a, d)
+    return {node: sample_indices[a:b] for node, (a, b) in span.items()}
+
+
+@pytest.mark.parametrize("missing_goes", ["nowhere", "right", "left"])
+def test_known_decision_function(missing_goes):
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, N_BINS_NON_MISSING, size=(5000, 3)).astype(np.uint8)
+    y = np.where(X[:, 0] > 100, 1.0, -1.0)
+    if missing_goes != "nowhere":  # missing x0 behaves like large or small x0
+        X[::10, 0] = MISSING_BIN
+        y[::10] = 1.0 if missing_goes == "right" else -1.0
+    gradient = (-y).astype(G_H_DTYPE)  # squared error at F = 0
+    tree, _ = grow(np.ascontiguousarray(X.T), gradient, np.ones(5000, dtype=G_H_DTYPE),
+                   min_samples_leaf=1)
+    assert (tree.feature[0], tree.bin_threshold[0]) == (0, 100)
+    if missing_goes != "nowhere":
+        assert tree.missing_left[0] == (missing_goes == "left")
+    # children are pure: no split has positive gain, the tree is a stump
+    assert tree.leaf_nodes.size == 2
+    left, right = tree.left[0], tree.right[0]
+    assert tree.count[left] == np.sum(y < 0)
+    assert tree.sum_g[left] == np.sum(y < 0)  # +1 per row, exact in float64
+    assert tree.sum_g[right] == -np.sum(y > 0)
+
+
+def test_leaves_partition_the_rows():
+    X, g, h = random_data()
+    rows = np.sort(np.random.default_rng(1).choice(X.shape[1], 3000, replace=False))
+    tree, sample_indices = grow(X, g, h, rows=rows, max_leaf_nodes=20, min_samples_leaf=10)
+    assert tree.leaf_nodes.size == 20
+    order = np.argsort(tree.leaf_starts)
+    starts, stops = tree.leaf_starts[order], tree.leaf_stops[order]
+    # contiguous, non-empty ranges covering [0, n_rows) exactly once
+    assert starts[0] == 0
+    assert stops[-1] == rows.size
+    assert_array_equal(starts[1:], stops[:-1])
+    assert np.all(stops > starts)
+    assert_array_equal(np.sort(sample_indices), rows)  # a permutation of the rows
+    # every row of leaf j traverses the tree to leaf j
+    for node, a, b in zip(tree.leaf_nodes, tree.leaf_starts, tree.leaf_stops, strict=True):
+        assert np.all(leaf_of(tree, X[:, sample_indices[a:b]], binned=True) == node)
+        assert tree.count[node] == b - a
+    internal = np.flatnonzero(tree.left >= 0)
+    assert_array_equal(tree.count[internal],
+                       tree.count[tree.left[internal]] + tree.count[tree.right[internal]])
+
+
+def test_node_sums_equal_sums_of_their_rows():
+    X, g, h = random_data(seed=2)
+    tree, sample_indices = grow(X, g, h, max_leaf_nodes=15, min_samples_leaf=5)
+    for node, rows in node_rows(tree, sample_indices).items():
+        assert tree.count[node] == rows.size
+        assert_allclose(tree.sum_g[node], g[rows].astype(np.float64).sum(), rtol=0,
+                        atol=SUM_ATOL)
+        assert_allclose(tree.sum_h[node], h[rows].astype(np.float64).sum(), rtol=0,
+                        atol=SUM_ATOL)
+
+
+def test_every_split_is_the_exhaustive_best_of_its_node():
+    """The grower's histograms (brute and subtracted) feed the right split search."""
+    X, g, h = random_data(seed=3)
+    params = {"min_samples_leaf": 15, "min_child_weight": 5.0, "reg_lambda": 1.0,
+              "reg_alpha": 0.5}
+    tree, sample_indices = grow(X, g, h, max_leaf_nodes=12, **params)
+    nb = np.full(X.shape[0], N_BINS_NON_MISSING)
+    for node, rows in node_rows(tree, sample_indices).items():
+        if tree.left[node] < 0:
+            continue
+        gain, feature, b, ml = best_split_of_rows(X, rows, g, h, nb, **params)
+        assert (tree.feature[node], tree.bin_threshold[node], tree.missing_left[node]) \
+            == (feature, b, ml)
+        # histogram sums in another order: float64 round-off on gains of size O(10-100)
+        assert_allclose(tree.gain[node], gain, rtol=1e-9)
+
+
+def test_all_rows_shortcut_gives_the_same_tree():
+    X, g, h = random_data(seed=4)
+    a, idx_a = grow(X, g, h, all_rows=True, max_leaf_nodes=10)
+    b, idx_b = grow(X, g, h, all_rows=False, max_leaf_nodes=10)
+    for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count",
+                 "gain", "sum_g", "sum_h"):
+        # same additions in the same order: bit-identical
+        assert_array_equal(getattr(a, name), getattr(b, name))
+    assert_array_equal(idx_a, idx_b)
+
+
+def test_serial_and_parallel_kernels_grow_the_same_tree(monkeypatch):
+    """Small nodes use the serial histogram/partition kernels, large ones the parallel."""
+    X, g, h = random_data(seed=12)
+    rows = np.arange(1, X.shape[1])  # not all rows: the root histogram uses indices too
+    trees = []
+    for limit in (0, 10**9):  # every node parallel, then every node serial
+        monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", limit)
+        monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", limit)
+        trees.append(grow(X, g, h, rows=rows, max_leaf_nodes=16, min_samples_leaf=5))
+    (a, idx_a), (b, idx_b) = trees
+    for name in ("feature", "bin_threshold", "missing_left", "left", "count", "gain",
+                 "sum_g", "sum_h"):
+        # the same additions in the same order: bit-identical
+        assert_array_equal(getattr(a, name), getattr(b, name))
+    assert_array_equal(idx_a, idx_b)
+    assert a.leaf_nodes.size == 16
+
+
+def test_only_listed_features_are_used():
+    X, g, h = random_data(seed=5)
+    tree, _ = grow(X, g, h, features=np.array([1, 3]), max_leaf_nodes=8, min_samples_leaf=5)
+    assert set(tree.feature[tree.left >= 0]) <= {1, 3}
+    assert tree.leaf_nodes.size == 8
+
+
+def test_constant_gradients_give_one_leaf():
+    X, _, _ = random_data(seed=13)
+    g = np.full(X.shape[1], -0.25, dtype=G_H_DTYPE)
+    tree, _ = grow(X, g, np.ones_like(g), min_samples_leaf=1)
+    assert tree.left.size == 1  # no split has a positive gain
+    assert tree.sum_g[0] == -0.25 * X.shape[1]  # binary fractions: exact
+
+
+def test_unsplittable_root_is_one_leaf():
+    X, g, h = random_data(n_samples=30)
+    tree, sample_indices = grow(X, g, h, min_samples_leaf=16)  # 30 < 2 * 16
+    assert tree.left.size == 1
+    assert_array_equal(tree.leaf_nodes, [0])
+    assert (tree.leaf_starts[0], tree.leaf_stops[0]) == (0, 30)
+    assert_allclose(tree.sum_g[0], g.astype(np.float64).sum(), rtol=0, atol=SUM_ATOL)
+
+
+# ---- constraints -------------------------------------------------------------------------
+FREE = {"max_leaf_nodes": 64, "min_samples_leaf": 1, "min_child_weight": 0.0}
+
+
+def test_max_leaf_nodes():
+    X, g, h = random_data(seed=6)
+    for max_leaf_nodes in (2, 7, 31):
+        tree, _ = grow(X, g, h, **{**FREE, "max_leaf_nodes": max_leaf_nodes})
+        # random gradients always leave a split with positive gain: exactly the maximum
+        assert tree.leaf_nodes.size == max_leaf_nodes
+        assert tree.left.size == 2 * max_leaf_nodes - 1
+
+
+@pytest.mark.parametrize("max_depth", [1, 3])
+def test_max_depth(max_depth):
+    X, g, h = random_data(seed=7)
+    free, _ = grow(X, g, h, **FREE)
+    assert node_depths(free).max() > max_depth
+    tree, _ = grow(X, g, h, **{**FREE, "max_depth": max_depth})
+    assert node_depths(tree).max() == max_depth
+    assert tree.leaf_nodes.size <= 2 ** max_depth
+
+
+def test_min_samples_leaf():
+    X, g, h = random_data(seed=8)
+    free, _ = grow(X, g, h, **FREE)
+    assert free.count[free.leaf_nodes].min() < 100
+    tree, _ = grow(X, g, h, **{**FREE, "min_samples_leaf": 100})
+    assert tree.count.min() >= 100
+    assert tree.leaf_nodes.size > 2
+
+
+def test_min_child_weight():
+    X, g, h = random_data(seed=9)
+    free, _ = grow(X, g, h, **FREE)
+    assert free.sum_h[free.leaf_nodes].min() < 40.0
+    tree, _ = grow(X, g, h, **{**FREE, "min_child_weight": 40.0})
+    assert tree.sum_h.min() >= 40.0
+    assert tree.leaf_nodes.size > 2
+
+
+def test_min_split_gain():
+    X, g, h = random_data(seed=10)
+    free, _ = grow(X, g, h, **FREE)
+    gains = free.gain[free.left >= 0]
+    threshold = float(np.median(gains))
+    assert gains.min() <= threshold
+    tree, _ = grow(X, g, h, **{**FREE, "min_split_gain": threshold})
+    assert np.all(tree.gain[tree.left >= 0] > threshold)
+    assert tree.leaf_nodes.size >= 2
+
+
+# ---- best-first order --------------------------------------------------------------------
+@pytest.mark.parametrize("strong_side", ["left", "right"])
+def test_second_split_is_the_better_child(strong_side):
+    """With max_leaf_nodes=3 the child whose best split has more gain is split."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    # feature-major bins (3, n)
+    X = rng.integers(0, N_BINS_NON_MISSING, size=(3, n)).astype(np.uint8)
+    on_left = X[0] <= 127
+    strong = on_left if strong_side == "left" else ~on_left
+    # a large offset makes x0 the root split; a strong x1 signal on one side, weak x2 other
+    g = (4.0 * on_left + np.where(strong, 2.0 * (X[1] > 60), 0.5 * (X[2] > 200))
+         + 0.1 * rng.normal(size=n)).astype(G_H_DTYPE)
+    h = np.ones(n, dtype=G_H_DTYPE)
+    stump, idx = grow(X, g, h, max_leaf_nodes=2, min_samples_leaf=20)
+    assert (stump.feature[0], stump.bin_threshold[0]) == (0, 127)
+    rows = node_rows(stump, idx)
+    nb = np.full(3, N_BINS_NON_MISSING)
+    gains = [best_split_of_rows(X, rows[c], g, h, nb, min_samples_leaf=20,
+                                min_child_weight=1e-3)[0] for c in (1, 2)]
+    assert max(gains) > 2 * min(gains) > 0  # clearly different, both splittable
+    tree, _ = grow(X, g, h, max_leaf_nodes=3, min_samples_leaf=20)
+    assert tree.leaf_nodes.size == 3
+    split_child = 1 + int(np.argmax(gains))
+    assert split_child == (1 if strong_side == "left" else 2)
+    assert tree.left[split_child] >= 0
+    assert tree.left[3 - split_child] < 0
+    assert_allclose(tree.gain[split_child], max(gains), rtol=1e-9)  # as in the test above
