@@ -11,7 +11,6 @@ import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -121,6 +120,8 @@ class _TreeBoostBase(BaseEstimator):
             stratify = y if self._scope == "classifier" else None
             if stratify is not None and np.bincount(y.astype(np.intp)).min() < 2:
                 stratify = None  # a class with one row cannot be stratified
+            from sklearn.model_selection import train_test_split
+
             seed = int(streams["validation"].integers(np.iinfo(np.int32).max))
             X, Xv, y, yv, sample_weight, wv = train_test_split(
                 X, y, sample_weight, test_size=self.validation_fraction, stratify=stratify,

@@ -9,7 +9,6 @@ delta) that ``leaf_values`` then receives.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, alpha: float) -> float:
@@ -89,6 +88,8 @@ class Loss:
 
     def _numeric_init(self, y, sample_weight) -> float:
         """argmin_c sum w L(y, c) by Brent's method, bracketed around the targets."""
+        from scipy.optimize import minimize_scalar  # imported on use: slow to import
+
         def objective(c):
             return self(y, np.full((1, y.size), c), sample_weight)
 
