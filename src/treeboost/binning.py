@@ -10,6 +10,9 @@ split "bin <= b" is the same as the raw threshold "x <= edges[b]".
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
 
 from ._dtypes import MISSING_BIN, X_BINNED_DTYPE, X_DTYPE, readonly
@@ -81,12 +84,20 @@ class BinMapper:
         self.bin_edges_ = np.full((n_features, n_slots), np.inf, dtype=X_DTYPE)
         self.n_edges_ = np.zeros(n_features, dtype=np.int32)
         self.has_missing_ = np.zeros(n_features, dtype=bool)
-        for f in range(n_features):
+
+        def fit_feature(f):
             col = X[:, f]
             nan = np.isnan(col)
-            self.has_missing_[f] = nan.any()
-            edges = _feature_edges(col[~nan] if self.has_missing_[f] else col,
-                                   self.max_bins)
+            has_missing = bool(nan.any())
+            return has_missing, _feature_edges(col[~nan] if has_missing else col,
+                                               self.max_bins)
+
+        # NumPy's sorts release the GIL, so features are binned in parallel
+        # threads; each feature's edges do not depend on the others
+        with ThreadPoolExecutor(max(1, numba.get_num_threads())) as pool:
+            results = list(pool.map(fit_feature, range(n_features)))
+        for f, (has_missing, edges) in enumerate(results):
+            self.has_missing_[f] = has_missing
             self.bin_edges_[f, : edges.size] = edges
             self.n_edges_[f] = edges.size
         self.n_bins_non_missing_ = self.n_edges_ + 1

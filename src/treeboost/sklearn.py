@@ -68,14 +68,13 @@ class _TreeBoostBase(BaseEstimator):
         _params.validate(values, self._scope)
         X, y, sample_weight = self._check_training_data(X, y, sample_weight)
         y = self._encode_target(y)
-        seed = self._seed()
-        streams = make_streams(seed)
+        streams = make_streams(self._seed())
         loss = self._make_loss()
         loss.validate_target(y)
         X, y, sample_weight, eval_data = self._eval_data(X, y, sample_weight, eval_set,
                                                          eval_sample_weight, streams)
         with threads(self.n_jobs):
-            self._fit_booster(X, y, sample_weight, eval_data, loss, seed)
+            self._fit_booster(X, y, sample_weight, eval_data, loss, streams)
         return self
 
     def _check_training_data(self, X, y, sample_weight):
@@ -129,8 +128,7 @@ class _TreeBoostBase(BaseEstimator):
             eval_data.append(("validation", Xv, yv, wv))
         return X, y, sample_weight, eval_data
 
-    def _fit_booster(self, X, y, sample_weight, eval_data, loss, seed):
-        streams = make_streams(seed)
+    def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams):
         bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"]).fit(X)
         X_binned = bin_mapper.transform(X)
         eval_sets = [EvalSet(name, bin_mapper.transform(Xe), ye, we)

@@ -3,9 +3,28 @@
 import numpy as np
 from numba import prange
 
-from ._jit import parallel_kernel
+from ._jit import inline, parallel_kernel
 
 _CHUNK = 4096  # rows per task: fixed, so the output never depends on threads
+
+
+@inline
+def _count_below(edges, m, x):
+    """Number of edges[:m] (sorted) below x: the first b with x <= edges[b].
+
+    Branchless binary search: the answer stays in [base, base + n]; each
+    step keeps the upper or lower part by arithmetic instead of a branch,
+    since whether a value is below an edge is unpredictable.
+    """
+    if m == 0:
+        return 0
+    base = 0
+    n = m
+    while n > 1:
+        half = n >> 1
+        base += half * (edges[base + half - 1] < x)
+        n -= half
+    return base + (edges[base] < x)
 
 
 @parallel_kernel
@@ -22,17 +41,10 @@ def map_to_bins(X, bin_edges, n_edges, missing_bin, X_binned):
         stop = min(start + _CHUNK, n_samples)
         for f in range(n_features):
             m = n_edges[f]
+            edges = bin_edges[f]
             for i in range(start, stop):
                 x = X[i, f]
                 if np.isnan(x):
                     X_binned[f, i] = missing_bin
                     continue
-                lo = 0
-                hi = m
-                while lo < hi:  # first edge >= x
-                    mid = (lo + hi) >> 1
-                    if bin_edges[f, mid] < x:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                X_binned[f, i] = lo
+                X_binned[f, i] = _count_below(edges, m, x)
