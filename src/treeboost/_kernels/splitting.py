@@ -67,6 +67,10 @@ def find_best_splits(hist, features, n_bins_non_missing, missing_bin,
         hl = 0.0
         cl = 0.0
         for b in range(last + 1):
+            if h[b, 2] == 0.0:
+                # an empty bin splits the rows exactly as the bin before it,
+                # with the same gain, which only a strictly greater one beats
+                continue
             gl += h[b, 0]
             hl += h[b, 1]
             cl += h[b, 2]
@@ -95,6 +99,8 @@ def find_best_splits(hist, features, n_bins_non_missing, missing_bin,
             hl = miss_h
             cl = miss_c
             for b in range(nb - 1):
+                if h[b, 2] == 0.0:
+                    continue
                 gl += h[b, 0]
                 hl += h[b, 1]
                 cl += h[b, 2]
