@@ -25,15 +25,40 @@ def bin_column(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return bins.astype(np.uint8)
 
 
-def bin_matrix(X: np.ndarray, bin_edges: np.ndarray, n_edges: np.ndarray) -> np.ndarray:
-    """``bin_column`` of every column with its first ``n_edges[f]`` edges.
+def category_bins(values: np.ndarray, categories: np.ndarray) -> np.ndarray:
+    """Bin of every value of a categorical feature: the index of the equal category
+    (compared in float64), MISSING_BIN for NaN and for values equal to no category."""
+    values = np.asarray(values, dtype=np.float64)
+    bins = np.full(values.shape, MISSING_BIN, dtype=np.uint8)
+    for b, c in enumerate(categories):
+        bins[values == c] = b
+    return bins
+
+
+def bin_matrix(X: np.ndarray, bin_edges: np.ndarray, n_edges: np.ndarray,
+               is_categorical=None) -> np.ndarray:
+    """``bin_column`` (``category_bins`` for categorical features) of every column with
+    its first ``n_edges[f]`` edges.
 
     Feature-major: uint8 of shape (n_features, n_samples).
     """
     out = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
     for f in range(X.shape[1]):
-        out[f] = bin_column(X[:, f], bin_edges[f, : n_edges[f]])
+        edges = bin_edges[f, : n_edges[f]]
+        categorical = is_categorical is not None and is_categorical[f]
+        out[f] = category_bins(X[:, f], edges) if categorical else bin_column(X[:, f], edges)
     return out
+
+
+def category_table(values: np.ndarray, max_bins: int) -> np.ndarray:
+    """Sorted distinct non-NaN values; beyond ``max_bins`` of them, the ``max_bins`` most
+    frequent (among equal counts the smaller value first)."""
+    values = np.asarray(values, dtype=np.float64)
+    counts: dict[float, int] = {}
+    for v in values[~np.isnan(values)].tolist():
+        counts[v] = counts.get(v, 0) + 1
+    kept = sorted(counts, key=lambda v: (-counts[v], v))[:max_bins]
+    return np.array(sorted(kept), dtype=np.float64)
 
 
 # ---- histograms ------------------------------------------------------------------------
@@ -130,53 +155,170 @@ def best_split_of_rows(X_binned, rows, gradient, hessian, n_bins_non_missing, **
     return best
 
 
+# ---- categorical splits ------------------------------------------------------------------
+def bitset_of(bins) -> np.ndarray:
+    """uint32 (8,) bitset with bit b (word b // 32, bit b % 32) set for every b in bins."""
+    bitset = np.zeros(8, dtype=np.uint32)
+    for b in bins:
+        bitset[int(b) // 32] |= np.uint32(1 << (int(b) % 32))
+    return bitset
+
+
+def has_bit(bitset, b) -> bool:
+    """Whether bit b (word b // 32, bit b % 32) of the bitset is set."""
+    return bool((int(bitset[int(b) // 32]) >> (int(b) % 32)) & 1)
+
+
+def bins_of(bitset) -> frozenset:
+    """Inverse of ``bitset_of``: the set of bins whose bit is set."""
+    return frozenset(b for b in range(N_BINS) if has_bit(bitset, b))
+
+
+def present_categories(hist_f, n_bins_non_missing) -> list:
+    """Bins with rows in the node, in bin order, the missing bin (a category) last."""
+    nb = int(n_bins_non_missing)
+    bins = [b for b in range(nb) if hist_f[b, 2] > 0]
+    return bins + ([MISSING_BIN] if hist_f[MISSING_BIN, 2] > 0 else [])
+
+
+def categorical_candidate(hist_f, left, sum_g, sum_h, count, *, reg_lambda=0.0, reg_alpha=0.0,
+                          cat_l2=0.0, min_samples_leaf=1, min_child_weight=0.0):
+    """(gain, gl, hl, cl) of sending the bins ``left`` left; gain -inf if invalid.
+
+    Children are scored with lambda + cat_l2, the parent with lambda alone.
+    """
+    gl, hl, cl = (hist_f[sorted(left)].sum(axis=0) if left else np.zeros(3))
+    gr, hr, cr = sum_g - gl, sum_h - hl, count - cl
+    if min(cl, cr) < min_samples_leaf or min(hl, hr) < min_child_weight:
+        return -np.inf, gl, hl, cl
+    lam = reg_lambda + cat_l2
+    gain = (leaf_score(gl, hl, lam, reg_alpha) + leaf_score(gr, hr, lam, reg_alpha)
+            - leaf_score(sum_g, sum_h, reg_lambda, reg_alpha))
+    return gain, gl, hl, cl
+
+
+def exhaustive_categorical(hist_f, n_bins_non_missing, sum_g, sum_h, count,
+                           max_left=None, **params):
+    """Best gain over every partition of the node's categories in two non-empty sets
+    (2^(m-1) - 1 of them), with at most ``max_left`` categories on the left side when
+    given (then both orientations of a partition are tried). -inf if none is valid."""
+    cats = present_categories(hist_f, n_bins_non_missing)
+    m = len(cats)
+    best = -np.inf
+    for mask in range(1, 2 ** m - 1):
+        left = [c for j, c in enumerate(cats) if mask >> j & 1]
+        if max_left is None and not mask & 1:
+            continue  # the first category on the left: each partition once
+        if max_left is not None and len(left) > max_left:
+            continue
+        best = max(best, categorical_candidate(hist_f, left, sum_g, sum_h, count,
+                                               **params)[0])
+    return best
+
+
+def categorical_candidates(hist_f, n_bins_non_missing, sum_g, sum_h, count, *,
+                           cat_smooth=10.0, max_cat_threshold=32, max_cat_to_onehot=4,
+                           **params):
+    """Left sets the documented scan tries, in scan order: [(left bins, gain, gl, hl, cl)].
+
+    With m categories present (the missing bin counted): m <= max_cat_to_onehot tries
+    each category alone on the left (m > 1), children scored with plain lambda;
+    otherwise the categories are ordered by G / (H + cat_smooth) (stable) and the
+    left set is each prefix of that order with 1..min(max_cat_threshold, m - 1)
+    categories, then each such suffix, children scored with lambda + cat_l2
+    (LightGBM's convention: cat_l2 only penalises the sorted scan's many-category
+    sets; the parent always has plain lambda).
+    """
+    cats = present_categories(hist_f, n_bins_non_missing)
+    m = len(cats)
+    if m <= max_cat_to_onehot:
+        params = {**params, "cat_l2": 0.0}
+        lefts = [[c] for c in cats] if m > 1 else []
+    else:
+        ratio = [hist_f[c, 0] / (hist_f[c, 1] + cat_smooth) for c in cats]
+        order = [cats[j] for j in sorted(range(m), key=lambda j: ratio[j])]  # stable
+        k_max = min(max_cat_threshold, m - 1)
+        lefts = ([order[:k] for k in range(1, k_max + 1)]
+                 + [order[m - k:] for k in range(1, k_max + 1)])
+    return [(frozenset(left), *categorical_candidate(hist_f, left, sum_g, sum_h, count,
+                                                     **params))
+            for left in lefts]
+
+
+def best_categorical_split(hist_f, n_bins_non_missing, sum_g, sum_h, count, **params):
+    """First best of ``categorical_candidates``: (gain, left bins, gl, hl, cl);
+    (-inf, empty set, 0, 0, 0) when no candidate is valid."""
+    best = (-np.inf, frozenset(), 0.0, 0.0, 0.0)
+    for left, gain, gl, hl, cl in categorical_candidates(hist_f, n_bins_non_missing, sum_g,
+                                                         sum_h, count, **params):
+        if gain > best[0]:
+            best = (gain, left, gl, hl, cl)
+    return best
+
+
 # ---- partition -------------------------------------------------------------------------
 def goes_left(bins: np.ndarray, bin_threshold: int, missing_left: bool) -> np.ndarray:
     """Boolean mask: bin <= threshold, or the missing bin when missing values go left."""
     return np.where(bins == MISSING_BIN, bool(missing_left), bins <= bin_threshold)
 
 
-def partition(rows, X_binned, feature, bin_threshold, missing_left):
-    """Stable partition of ``rows``: (left rows then right rows, n_left).
+def goes_left_categorical(bins: np.ndarray, bitset) -> np.ndarray:
+    """Boolean mask: the bin (the missing bin included) is in the bitset's set."""
+    return np.isin(bins, sorted(bins_of(bitset)))
+
+
+def partition(rows, X_binned, feature, bin_threshold, missing_left, bitset=None):
+    """Stable partition of ``rows``: (left rows then right rows, n_left); a categorical
+    split when ``bitset`` is given.
 
     ``X_binned`` is feature-major (n_features, n_samples).
     """
-    mask = goes_left(X_binned[feature, rows], bin_threshold, missing_left)
+    bins = X_binned[feature, rows]
+    mask = (goes_left(bins, bin_threshold, missing_left) if bitset is None
+            else goes_left_categorical(bins, bitset))
     return np.concatenate([rows[mask], rows[~mask]]), int(mask.sum())
 
 
 # ---- prediction ------------------------------------------------------------------------
-def leaf_of(tree, X, *, binned=False) -> np.ndarray:
+def leaf_of(tree, X, *, binned=False, categories=None) -> np.ndarray:
     """Leaf node reached by every row, traversing ``tree`` one row at a time.
 
     ``tree`` needs ``feature``, ``left``, ``right``, ``missing_left`` and
     ``threshold`` (raw X of shape (n_samples, n_features), NaN missing) or
     ``bin_threshold`` (binned X, feature-major: (n_features, n_samples)).
+    A node with ``is_categorical`` set sends a row left when its bin is in the
+    node's ``cat_bitset``; on raw X the bin is ``category_bins`` of the value
+    with the feature's categories ``categories[f]`` (a list of arrays).
     """
     rows = X.T if binned else X  # one row of feature values at a time
+    is_categorical = getattr(tree, "is_categorical", np.zeros(tree.left.size))
     leaves = np.empty(rows.shape[0], dtype=np.intp)
     for i, x in enumerate(rows):
         node = 0
         while tree.left[node] >= 0:
             v = x[tree.feature[node]]
-            if binned:
+            if is_categorical[node]:
+                b = v if binned else category_bins(v, categories[tree.feature[node]])
+                go_left = has_bit(tree.cat_bitset[node], b)
+            elif binned:
                 missing, left = v == MISSING_BIN, v <= tree.bin_threshold[node]
             else:
                 missing, left = np.isnan(v), v <= tree.threshold[node]
-            go_left = tree.missing_left[node] == 1 if missing else left
+            if not is_categorical[node]:
+                go_left = tree.missing_left[node] == 1 if missing else left
             node = tree.left[node] if go_left else tree.right[node]
         leaves[i] = node
     return leaves
 
 
-def predict(trees, outputs, X, n_outputs, *, binned=False) -> np.ndarray:
+def predict(trees, outputs, X, n_outputs, *, binned=False, categories=None) -> np.ndarray:
     """(n_samples, n_outputs) sum of leaf values, tree by tree in the given order.
 
     ``X`` is raw (n_samples, n_features), or binned and feature-major
-    (n_features, n_samples) when ``binned``.
+    (n_features, n_samples) when ``binned``; ``categories`` as in ``leaf_of``.
     """
     n_samples = X.shape[1] if binned else X.shape[0]
     out = np.zeros((n_samples, n_outputs), dtype=np.float64)
     for tree, k in zip(trees, outputs, strict=True):
-        out[:, k] += tree.value[leaf_of(tree, X, binned=binned)]
+        out[:, k] += tree.value[leaf_of(tree, X, binned=binned, categories=categories)]
     return out

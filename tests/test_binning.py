@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from reference import bin_matrix
+from reference import bin_matrix, category_bins, category_table
 from treeboost import binning
 from treeboost._dtypes import MISSING_BIN, X_DTYPE
 from treeboost.binning import BinMapper
@@ -187,3 +187,87 @@ def test_default_subsample_threshold_is_200_000_rows():
 
     assert_array_equal(edges(200_000, 0), edges(200_000, 1))  # all rows, seed unused
     assert not np.array_equal(edges(200_001, 0), edges(200_001, 1))  # a subsample
+
+
+# ---- categorical features ----------------------------------------------------------------
+def test_categorical_feature_bins_are_category_indices():
+    rng = np.random.default_rng(10)
+    categories = np.array([-3.0, 0.5, 2.0, 10.0, 11.0])
+    X = np.column_stack([rng.choice(categories, 2000), rng.normal(size=2000)])
+    X[::11, 0] = np.nan
+    mapper = BinMapper(max_bins=64, random_state=0, is_categorical=[True, False]).fit(X)
+    assert mapper.bin_edges_.shape == (2, 64)
+    assert_array_equal(mapper.is_categorical_, [1, 0])
+    assert mapper.is_categorical_.dtype == np.uint8
+    assert_array_equal(edges_of(mapper, 0), categories)  # sorted categories, exactly
+    assert np.all(mapper.bin_edges_[0, 5:] == np.inf)  # padding
+    # one bin per category, no extra bin beyond the last edge
+    assert (mapper.n_edges_[0], mapper.n_bins_non_missing_[0]) == (5, 5)
+    assert_array_equal(mapper.has_missing_, [True, False])
+    # the numerical feature is binned as without the mask
+    plain = BinMapper(max_bins=64, random_state=0).fit(X)
+    assert_array_equal(mapper.bin_edges_[1], plain.bin_edges_[1])
+    assert mapper.n_bins_non_missing_[1] == plain.n_bins_non_missing_[1]
+    # unseen values, NaN and near misses share the missing bin
+    X_test = np.vstack([X, [[1.0, 0.0], [np.nextafter(2.0, 3.0), 0.0], [1e9, 0.0],
+                            [np.nan, 0.0], [np.inf, 0.0]]])
+    X_binned = mapper.transform(X_test)
+    assert_array_equal(X_binned, bin_matrix(X_test, mapper.bin_edges_, mapper.n_edges_,
+                                            mapper.is_categorical_))
+    assert_array_equal(X_binned[0, -5:], MISSING_BIN)
+    # categorical splits have no raw threshold
+    assert_array_equal(mapper.thresholds(np.array([0, 0]), np.array([-1, 2])), [0.0, 0.0])
+
+
+def test_too_many_categories_keep_the_most_frequent():
+    # counts: 9 x9, 2 x7, 4 x7, then 1, 3, 5, 7 x3 and 6 x1: with 5 bins keep 9, 2, 4
+    # and, among the count-3 ties, the smaller 1 and 3
+    counts = {9.0: 9, 2.0: 7, 4.0: 7, 1.0: 3, 3.0: 3, 5.0: 3, 7.0: 3, 6.0: 1}
+    values = np.concatenate([np.full(n, v) for v, n in counts.items()])
+    X = np.random.default_rng(11).permutation(values)[:, None]
+    mapper = BinMapper(max_bins=5, is_categorical=[True]).fit(X)
+    assert_array_equal(edges_of(mapper, 0), [1.0, 2.0, 3.0, 4.0, 9.0])
+    assert mapper.n_bins_non_missing_[0] == 5
+    X_binned = mapper.transform(np.array([[1.0], [3.0], [5.0], [6.0], [7.0], [9.0]]))
+    assert_array_equal(X_binned[0], [0, 2, MISSING_BIN, MISSING_BIN, MISSING_BIN, 4])
+
+
+@pytest.mark.parametrize("n_categories", [255, 256, 600])
+def test_many_categories_match_the_twin(n_categories):
+    rng = np.random.default_rng(n_categories)
+    # small counts (many ties) on spread-out float categories
+    pool = rng.permutation(np.linspace(-100, 100, 5000))[:n_categories]
+    X = rng.choice(pool, size=(4000, 1))
+    X[:n_categories, 0] = pool  # every category present
+    X[::13, 0] = np.nan
+    mapper = BinMapper(is_categorical=[True]).fit(X)
+    expected = category_table(X[:, 0], 255)
+    assert_array_equal(edges_of(mapper, 0), expected)
+    assert mapper.n_bins_non_missing_[0] == 255
+    X_binned = mapper.transform(X)
+    assert_array_equal(X_binned[0], category_bins(X[:, 0], expected))
+    assert np.unique(X_binned[0][X_binned[0] != MISSING_BIN]).size == 255  # 0..254 used
+    # with more categories than bins, some known values share the missing bin
+    assert (n_categories > 255) == np.any((X_binned[0] == MISSING_BIN) & ~np.isnan(X[:, 0]))
+
+
+def test_categories_come_from_every_row_not_the_subsample():
+    X = np.column_stack([np.zeros(1000), np.arange(1000.0)])
+    X[-1, 0] = 7.0  # one rare category
+    mappers = [BinMapper(subsample=50, random_state=s, is_categorical=[True, False]).fit(X)
+               for s in range(3)]
+    for mapper in mappers:
+        assert_array_equal(edges_of(mapper, 0), [0.0, 7.0])
+        assert mapper.transform(X[-1:])[0, 0] == 1
+    # the numerical feature does use the subsample: its edges depend on the seed
+    assert not np.array_equal(mappers[0].bin_edges_[1], mappers[1].bin_edges_[1])
+
+
+def test_float32_categories():
+    X = np.array([[0.1], [0.5], [0.1], [np.nan]], dtype=np.float32)
+    mapper = BinMapper(is_categorical=[True]).fit(X)
+    # categories are the float32 values, exactly, held in float64
+    assert_array_equal(edges_of(mapper, 0), np.array([0.1, 0.5], dtype=np.float32))
+    assert_array_equal(mapper.transform(X)[0], [0, 1, 0, MISSING_BIN])
+    # the float64 0.1 is not the float32 category
+    assert mapper.transform(np.array([[0.1]]))[0, 0] == MISSING_BIN

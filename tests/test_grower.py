@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from reference import best_split_of_rows, leaf_of
+from reference import (
+    best_split,
+    best_split_of_rows,
+    bins_of,
+    categorical_candidates,
+    histogram,
+    leaf_of,
+)
 from treeboost import grower as grower_module
 from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE
 from treeboost.grower import GrowerParams, TreeGrower
@@ -30,13 +37,16 @@ def random_data(n_samples=4000, n_features=4, seed=0, missing=0.05):
     return np.ascontiguousarray(X.T), gradient, hessian
 
 
-def grow(X, gradient, hessian, rows=None, features=None, all_rows=False, **params):
-    """Grow one tree on feature-major X; return (GrownTree, reordered sample_indices)."""
+def grow(X, gradient, hessian, rows=None, features=None, all_rows=False, is_categorical=None,
+         **params):
+    """Grow one tree on feature-major X (255 value bins per feature, numerical unless
+    ``is_categorical`` says otherwise); return (GrownTree, reordered sample_indices)."""
     n_features, n_samples = X.shape
     rows = np.arange(n_samples) if rows is None else rows
     features = np.arange(n_features) if features is None else features
+    is_categorical = np.zeros(n_features) if is_categorical is None else is_categorical
     grower = TreeGrower(X, np.full(n_features, N_BINS_NON_MISSING, dtype=NODE_DTYPE),
-                        GrowerParams(**params))
+                        np.asarray(is_categorical, dtype=np.uint8), GrowerParams(**params))
     sample_indices = rows.astype(INDEX_DTYPE)
     tree = grower.grow(gradient, hessian, sample_indices, features.astype(NODE_DTYPE),
                        all_rows=all_rows)
@@ -139,8 +149,8 @@ def test_all_rows_shortcut_gives_the_same_tree():
     X, g, h = random_data(seed=4)
     a, idx_a = grow(X, g, h, all_rows=True, max_leaf_nodes=10)
     b, idx_b = grow(X, g, h, all_rows=False, max_leaf_nodes=10)
-    for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count",
-                 "gain", "sum_g", "sum_h"):
+    for name in ("feature", "bin_threshold", "missing_left", "is_categorical", "cat_bitset",
+                 "left", "right", "count", "gain", "sum_g", "sum_h"):
         # same additions in the same order: bit-identical
         assert_array_equal(getattr(a, name), getattr(b, name))
     assert_array_equal(idx_a, idx_b)
@@ -156,8 +166,8 @@ def test_serial_and_parallel_kernels_grow_the_same_tree(monkeypatch):
         monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", limit)
         trees.append(grow(X, g, h, rows=rows, max_leaf_nodes=16, min_samples_leaf=5))
     (a, idx_a), (b, idx_b) = trees
-    for name in ("feature", "bin_threshold", "missing_left", "left", "count", "gain",
-                 "sum_g", "sum_h"):
+    for name in ("feature", "bin_threshold", "missing_left", "is_categorical", "cat_bitset",
+                 "left", "count", "gain", "sum_g", "sum_h"):
         # the same additions in the same order: bit-identical
         assert_array_equal(getattr(a, name), getattr(b, name))
     assert_array_equal(idx_a, idx_b)
@@ -268,3 +278,94 @@ def test_second_split_is_the_better_child(strong_side):
     assert tree.left[split_child] >= 0
     assert tree.left[3 - split_child] < 0
     assert_allclose(tree.gain[split_child], max(gains), rtol=1e-9)  # as in the test above
+
+
+# ---- categorical features ----------------------------------------------------------------
+def test_categorical_known_decision_function():
+    """y = +1 on categories {2, 5, 7} and on missing rows, -1 on the 7 other categories:
+    one split separates them, and the pure children are not split again."""
+    rng = np.random.default_rng(14)
+    x = rng.integers(0, 10, 3000).astype(np.uint8)
+    x[::9] = MISSING_BIN
+    positive = np.isin(x, [2, 5, 7, MISSING_BIN])
+    gradient = np.where(positive, -1.0, 1.0).astype(G_H_DTYPE)  # squared error at F = 0
+    tree, idx = grow(x[None, :], gradient, np.ones_like(gradient), is_categorical=[1],
+                     min_samples_leaf=1)
+    assert tree.left.size == 3
+    assert tree.is_categorical[0] == 1
+    assert tree.bin_threshold[0] == -1
+    assert bins_of(tree.cat_bitset[0]) in ({2, 5, 7, MISSING_BIN}, {0, 1, 3, 4, 6, 8, 9})
+    assert tree.missing_left[0] == (MISSING_BIN in bins_of(tree.cat_bitset[0]))
+    assert not tree.cat_bitset[1:].any()
+    assert not tree.is_categorical[1:].any()
+    for node, a, b in zip(tree.leaf_nodes, tree.leaf_starts, tree.leaf_stops, strict=True):
+        assert np.unique(positive[idx[a:b]]).size == 1  # pure leaves
+        assert np.all(leaf_of(tree, x[None, idx[a:b]], binned=True) == node)
+
+
+def mixed_data(seed=15, n_samples=4000):
+    """Feature-major bins: categorical features with 6, 40 and 3 categories (and
+    missing), a numerical feature; gradients with an effect per category."""
+    rng = np.random.default_rng(seed)
+    X = np.stack([rng.integers(0, 6, n_samples), rng.integers(0, 40, n_samples),
+                  rng.integers(0, 255, n_samples), rng.integers(0, 3, n_samples)])
+    X = X.astype(np.uint8)
+    X[rng.random(X.shape) < 0.05] = MISSING_BIN
+    effects = rng.normal(size=(4, 256))
+    effects[2] = np.linspace(-1, 1, 256)  # numerical: a smooth trend
+    gradient = (effects[np.arange(4)[:, None], X].sum(axis=0)
+                + rng.normal(size=n_samples)).astype(G_H_DTYPE)
+    hessian = rng.uniform(0.1, 1.0, n_samples).astype(G_H_DTYPE)
+    return np.ascontiguousarray(X), gradient, hessian, [1, 1, 0, 1]
+
+
+CAT_PARAMS = [{}, {"cat_l2": 1.0, "cat_smooth": 1.0, "max_cat_threshold": 4,
+                   "max_cat_to_onehot": 6, "reg_lambda": 0.5}]
+
+
+@pytest.mark.parametrize("cat_params", CAT_PARAMS, ids=["defaults", "custom"])
+def test_categorical_splits_are_the_twin_best_of_their_node(cat_params):
+    X, g, h, is_categorical = mixed_data()
+    params = {"min_samples_leaf": 10, "min_child_weight": 1.0, **cat_params}
+    tree, sample_indices = grow(X, g, h, max_leaf_nodes=16, is_categorical=is_categorical,
+                                **params)
+    full = {**GrowerParams().__dict__, **params}
+    numerical = {k: full[k] for k in ("reg_lambda", "reg_alpha", "min_samples_leaf",
+                                      "min_child_weight")}
+    categorical = {k: full[k] for k in ("cat_l2", "cat_smooth", "max_cat_threshold",
+                                        "max_cat_to_onehot")}
+    used = set()
+    for node, rows in node_rows(tree, sample_indices).items():
+        if tree.left[node] < 0:
+            continue
+        hist = histogram(X, rows, g, h)
+        totals = hist[0].sum(axis=0)
+        gains, sets = [], []
+        for f in range(X.shape[0]):
+            if is_categorical[f]:
+                cands = categorical_candidates(hist[f], N_BINS_NON_MISSING, *totals,
+                                               **numerical, **categorical)
+                best = max([c[1] for c in cands], default=-np.inf)
+                # near-ties (a left set and its complement) within round-off
+                sets.append({c[0] for c in cands if c[1] >= best - 1e-9 * abs(best)})
+            else:
+                best, b, ml, *_ = best_split(hist[f], N_BINS_NON_MISSING, *totals,
+                                             **numerical)
+                sets.append((b, ml))
+            gains.append(best)
+        f = tree.feature[node]
+        assert f == int(np.argmax(gains))
+        used.add(f)
+        # histogram sums in another order: float64 round-off on gains of size O(10-100)
+        assert_allclose(tree.gain[node], gains[f], rtol=1e-9)
+        assert tree.is_categorical[node] == is_categorical[f]
+        if is_categorical[f]:
+            assert bins_of(tree.cat_bitset[node]) in sets[f]
+            assert tree.missing_left[node] == (MISSING_BIN in bins_of(tree.cat_bitset[node]))
+            assert len(bins_of(tree.cat_bitset[node])) <= categorical["max_cat_threshold"]
+        else:
+            assert (tree.bin_threshold[node], tree.missing_left[node]) == sets[f]
+            assert not tree.cat_bitset[node].any()
+    assert used >= {0, 1, 2}
+    for node, a, b in zip(tree.leaf_nodes, tree.leaf_starts, tree.leaf_stops, strict=True):
+        assert np.all(leaf_of(tree, X[:, sample_indices[a:b]], binned=True) == node)

@@ -32,6 +32,7 @@ class BoostingParams:
     learning_rate: float = 0.1
     subsample: float = 1.0
     colsample_bytree: float = 1.0
+    max_delta_step: float | None = None
     grower: GrowerParams = field(default_factory=GrowerParams)
 
 
@@ -94,7 +95,8 @@ class Booster:
         raw = np.repeat(self.init_score[:, None], n, axis=1)
         gradient = np.empty((K, n), dtype=G_H_DTYPE)
         hessian = np.empty((K, n), dtype=G_H_DTYPE)
-        grower = TreeGrower(X_binned, self.bin_mapper.n_bins_non_missing_, p.grower)
+        grower = TreeGrower(X_binned, self.bin_mapper.n_bins_non_missing_,
+                            self.bin_mapper.is_categorical_, p.grower)
         eval_raw = [np.repeat(self.init_score[:, None], e.y.size, axis=1) for e in eval_sets]
         eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in eval_sets]
         evals_log = {name: {metric.name: []} for name in
@@ -139,12 +141,17 @@ class Booster:
             y, raw_k, sample_weight, indices, grown.leaf_starts, grown.leaf_stops,
             grown.sum_g[grown.leaf_nodes], grown.sum_h[grown.leaf_nodes], context,
             gp.reg_lambda, gp.reg_alpha)
+        if self.params.max_delta_step is not None:
+            # a trust region for the line search: Newton steps on near-zero
+            # hessians (XGBoost's max_delta_step)
+            np.clip(value, -self.params.max_delta_step, self.params.max_delta_step, out=value)
         internal = grown.left >= 0
         threshold = np.zeros(grown.left.size, dtype=np.float64)
         threshold[internal] = self.bin_mapper.thresholds(grown.feature[internal],
                                                          grown.bin_threshold[internal])
         return Tree(feature=grown.feature, threshold=threshold,
                     bin_threshold=grown.bin_threshold, missing_left=grown.missing_left,
+                    is_categorical=grown.is_categorical, cat_bitset=grown.cat_bitset,
                     left=grown.left, right=grown.right, value=lr * value, gain=grown.gain,
                     count=grown.count, cover=grown.sum_h)
 
@@ -159,7 +166,7 @@ class Booster:
         if key not in self._packed:
             trees = [t for stage in self.trees[start:stop] for t in stage]
             outputs = [k for stage in self.trees[start:stop] for k in range(len(stage))]
-            self._packed[key] = PackedTrees(trees, outputs)
+            self._packed[key] = PackedTrees(trees, outputs, self.bin_mapper)
         return self._packed[key]
 
     def predict_raw(self, X: np.ndarray, n_stages: int | None = None) -> np.ndarray:
@@ -172,7 +179,8 @@ class Booster:
         """Yield raw scores after each stage (shape (n_samples, n_outputs))."""
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
         for m in range(len(self.trees)):
-            PackedTrees(self.trees[m], list(range(len(self.trees[m])))).add_raw(X, out)
+            PackedTrees(self.trees[m], list(range(len(self.trees[m]))),
+                        self.bin_mapper).add_raw(X, out)
             yield out.copy()
 
     def feature_importances(self, importance_type: str = "gain") -> np.ndarray:
@@ -195,4 +203,5 @@ def _complement(rows: np.ndarray, n: int) -> np.ndarray:
 def _add_tree_binned(tree: Tree, X_binned: np.ndarray, rows: np.ndarray, raw_k: np.ndarray):
     """raw_k[rows] += tree(x) on binned rows (rows outside the stage's sample, eval sets)."""
     predict_binned(X_binned, tree.feature, tree.bin_threshold, tree.missing_left, tree.left,
-                   tree.right, tree.value, MISSING_BIN, 0, rows, raw_k)
+                   tree.right, tree.value, tree.is_categorical, tree.cat_bitset, MISSING_BIN, 0,
+                   rows, raw_k)

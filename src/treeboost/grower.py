@@ -29,6 +29,7 @@ from ._kernels.histogram import build_histograms, build_histograms_root, build_h
 from ._kernels.partition import partition_rows, partition_rows_serial
 from ._kernels.splitting import (
     BIN,
+    BITSET_WORDS,
     GAIN,
     LEFT_C,
     LEFT_G,
@@ -56,6 +57,10 @@ class GrowerParams:
     reg_lambda: float = 0.0
     reg_alpha: float = 0.0
     colsample_bynode: float = 1.0
+    cat_l2: float = 10.0
+    cat_smooth: float = 10.0
+    max_cat_threshold: int = 32
+    max_cat_to_onehot: int = 4
 
 
 class _Node:
@@ -71,7 +76,7 @@ class _Node:
         self.count = count
         self.depth = depth
         self.hist = None
-        self.split = None  # (gain, feature, bin, missing_left, gl, hl, cl)
+        self.split = None  # (gain, feature, bin, missing_left, gl, hl, cl, bitset)
 
 
 @dataclass
@@ -85,6 +90,8 @@ class GrownTree:
     feature: np.ndarray
     bin_threshold: np.ndarray
     missing_left: np.ndarray
+    is_categorical: np.ndarray
+    cat_bitset: np.ndarray
     left: np.ndarray
     right: np.ndarray
     gain: np.ndarray
@@ -105,14 +112,17 @@ class TreeGrower:
         Binned training data, feature-major (``BinMapper.transform``).
     n_bins_non_missing : ndarray of shape (n_features,), dtype int32
         Value bins of each feature (``BinMapper.n_bins_non_missing_``).
+    is_categorical : ndarray of shape (n_features,), dtype uint8
+        1 for categorical features (``BinMapper.is_categorical_``).
     params : GrowerParams
         Tree size and regularisation.
     """
 
     def __init__(self, X_binned: np.ndarray, n_bins_non_missing: np.ndarray,
-                 params: GrowerParams):
+                 is_categorical: np.ndarray, params: GrowerParams):
         self.X_binned = X_binned
         self.n_bins_non_missing = np.ascontiguousarray(n_bins_non_missing, dtype=NODE_DTYPE)
+        self.is_categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
         self.params = params
         self.n_features, n_samples = X_binned.shape
         self._left_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
@@ -147,17 +157,20 @@ class TreeGrower:
             k = max(1, int(round(p.colsample_bynode * features.size)))
             features = np.sort(rng.choice(features, k, replace=False)).astype(NODE_DTYPE)
         out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
+        bitsets = np.empty((features.size, BITSET_WORDS), dtype=np.uint32)
         # float() every scalar: an int reg_lambda=1 would compile another signature
-        find_best_splits(node.hist, features, self.n_bins_non_missing, MISSING_BIN,
+        find_best_splits(node.hist, features, self.n_bins_non_missing, self.is_categorical,
+                         MISSING_BIN,
                          float(node.sum_g), float(node.sum_h), float(node.count),
                          float(p.reg_lambda), float(p.reg_alpha), float(p.min_samples_leaf),
-                         float(p.min_child_weight), out)
+                         float(p.min_child_weight), float(p.cat_l2), float(p.cat_smooth),
+                         int(p.max_cat_threshold), int(p.max_cat_to_onehot), out, bitsets)
         best = int(np.argmax(out[:, GAIN]))  # first maximum: lowest feature wins ties
         gain = out[best, GAIN]
         if gain > p.min_split_gain and gain > 0.0:
             row = out[best]
             node.split = (gain, int(features[best]), int(row[BIN]), int(row[MISSING_LEFT]),
-                          row[LEFT_G], row[LEFT_H], int(row[LEFT_C]))
+                          row[LEFT_G], row[LEFT_H], int(row[LEFT_C]), bitsets[best].copy())
 
     # ---- growth -------------------------------------------------------------------
     def grow(self, gradient: np.ndarray, hessian: np.ndarray, sample_indices: np.ndarray,
@@ -223,12 +236,13 @@ class TreeGrower:
         return self._assemble(nodes, children)
 
     def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
-        _, feature, bin_thr, missing_left, gl, hl, cl = parent.split
+        _, feature, bin_thr, missing_left, gl, hl, cl, bitset = parent.split
         rows = sample_indices[parent.start:parent.stop]
         partition = partition_rows if rows.size >= _SERIAL_PARTITION_ROWS else \
             partition_rows_serial
-        n_left = partition(rows, self.X_binned, feature, bin_thr, bool(missing_left),
-                           MISSING_BIN, self._left_buffer, self._right_buffer)
+        n_left = partition(rows, self.X_binned, feature, bool(self.is_categorical[feature]),
+                           bin_thr, bool(missing_left), MISSING_BIN, bitset,
+                           self._left_buffer, self._right_buffer)
         mid = parent.start + int(n_left)
         left = _Node(next_id, parent.start, mid, gl, hl, cl, parent.depth + 1)
         right = _Node(next_id + 1, mid, parent.stop, parent.sum_g - gl, parent.sum_h - hl,
@@ -253,22 +267,26 @@ class TreeGrower:
         build(self.X_binned, rows, gradient, hessian, features, self._ordered_g,
               self._ordered_h, hist)
 
-    @staticmethod
-    def _assemble(nodes: list[_Node], children: dict[int, tuple[int, int]]) -> GrownTree:
+    def _assemble(self, nodes: list[_Node], children: dict[int, tuple[int, int]]) -> GrownTree:
+        is_categorical = self.is_categorical
         n = len(nodes)
         feature = np.full(n, -1, dtype=NODE_DTYPE)
         bin_thr = np.full(n, -1, dtype=NODE_DTYPE)
         missing_left = np.zeros(n, dtype=np.uint8)
+        cat_bitset = np.zeros((n, BITSET_WORDS), dtype=np.uint32)
         left = np.full(n, -1, dtype=NODE_DTYPE)
         right = np.full(n, -1, dtype=NODE_DTYPE)
         gain = np.zeros(n, dtype=SUM_DTYPE)
         for node_id, (lc, rc) in children.items():
-            g, f, b, ml, *_ = nodes[node_id].split
+            g, f, b, ml, *_, bitset = nodes[node_id].split
             feature[node_id], bin_thr[node_id], missing_left[node_id] = f, b, ml
+            cat_bitset[node_id] = bitset
             left[node_id], right[node_id], gain[node_id] = lc, rc, g
         leaves = np.flatnonzero(left < 0)
         return GrownTree(
-            feature=feature, bin_threshold=bin_thr, missing_left=missing_left, left=left,
+            feature=feature, bin_threshold=bin_thr, missing_left=missing_left,
+            is_categorical=np.where(feature >= 0, is_categorical[feature], 0).astype(np.uint8),
+            cat_bitset=cat_bitset, left=left,
             right=right, gain=gain,
             count=np.array([nd.count for nd in nodes], dtype=np.int64),
             sum_g=np.array([nd.sum_g for nd in nodes], dtype=SUM_DTYPE),

@@ -20,7 +20,10 @@ from .metrics import METRICS
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: ``kind`` is "int", "float", "str" or "random_state".
+    """One parameter: ``kind`` is "int", "float", "str", "random_state" or "custom".
+
+    A "custom" parameter is checked by a function of the module named
+    ``_check_<name>`` (its ``describe`` text is the ``choices`` string).
 
     ``low``/``high`` bound numbers (``closed`` says which ends are allowed:
     "both", "left", "right" or "neither"); ``choices`` lists allowed strings;
@@ -49,6 +52,8 @@ class Param:
                 else f"a float in {left}{lo}, {hi}{right}"
         elif self.kind == "str":
             text = f"one of {list(self.choices)}"
+        elif self.kind == "custom":
+            return str(self.choices)
         else:
             text = "an int, a numpy RandomState or None"
         return text + (" or None" if self.none_ok and self.kind != "random_state" else "")
@@ -56,6 +61,11 @@ class Param:
     def check(self, value) -> None:
         """Raise ``TypeError``/``ValueError`` naming the parameter if ``value`` is invalid."""
         msg = f"{self.name}={value!r} must be {self.describe()}"
+        if self.kind == "custom":
+            if not _CUSTOM_CHECKS[self.name](value):
+                raise (ValueError if isinstance(value, (str, list, tuple, dict, np.ndarray))
+                       else TypeError)(msg)
+            return
         if value is None:
             if self.none_ok or self.kind == "random_state":
                 return
@@ -106,6 +116,11 @@ PARAMS = [
     Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0),
     Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0),
     Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0),
+    Param("max_delta_step", "float", None, "Cap on |leaf value| before shrinkage; None: "
+          "no cap.", low=0.0, closed="neither", none_ok=True, scope="regressor"),
+    Param("max_delta_step", "float", 10.0, "Cap on |leaf value| (log-odds) before "
+          "shrinkage: a Newton step on near-zero hessians (a very rare class) is otherwise "
+          "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier"),
     Param("max_bins", "int", 255, "Maximum bins of non-missing values per feature.",
           low=2, high=255),
     Param("subsample", "float", 1.0, "Fraction of rows drawn without replacement per stage.",
@@ -114,6 +129,21 @@ PARAMS = [
           low=0.0, high=1.0, closed="right"),
     Param("colsample_bynode", "float", 1.0, "Fraction of a tree's features drawn per node.",
           low=0.0, high=1.0, closed="right"),
+    Param("categorical_features", "custom", "from_dtype", "Categorical features: "
+          "'from_dtype' (pandas category columns), None, indices, names or a boolean mask.",
+          choices="'from_dtype', None, or a list of indices, of names, or a boolean mask"),
+    Param("max_cat_to_onehot", "int", 4, "A categorical feature with at most this many "
+          "categories in a node splits one category against the rest.", low=1),
+    Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a categorical "
+          "split.", low=1),
+    Param("cat_smooth", "float", 10.0, "Smoothing of G/(H + cat_smooth) when ordering a "
+          "node's categories (pulls rare categories to the middle).", low=0.0),
+    Param("cat_l2", "float", 10.0, "Extra L2 regularisation of the children of a "
+          "categorical split over sorted categories (not of one-vs-rest splits).", low=0.0),
+    Param("class_weight", "custom", None, "Weights of the classes: None, 'balanced' or a "
+          "dict {label: weight}; multiplied into sample_weight.",
+          choices="None, 'balanced' or a dict {class label: positive weight}",
+          scope="classifier"),
     Param("n_iter_no_change", "int", None, "Stop after this many stages without "
           "improvement on the validation data; None disables early stopping.",
           low=1, none_ok=True),
@@ -132,6 +162,33 @@ PARAMS = [
     Param("random_state", "random_state", None, "Seed of row/column sampling, binning "
           "subsample and validation split."),
 ]
+
+
+def _check_categorical_features(value) -> bool:
+    if value is None or (isinstance(value, str) and value == "from_dtype"):
+        return True
+    if isinstance(value, (str, bytes, dict)):
+        return False
+    try:
+        items = list(value)
+    except TypeError:
+        return False
+    kinds = {bool if isinstance(v, (bool, np.bool_)) else int
+             if isinstance(v, numbers.Integral) else str if isinstance(v, str) else None
+             for v in items}
+    return len(kinds) <= 1 and None not in kinds
+
+
+def _check_class_weight(value) -> bool:
+    if value is None or (isinstance(value, str) and value == "balanced"):
+        return True
+    return isinstance(value, dict) and all(
+        isinstance(w, numbers.Real) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+        for w in value.values())
+
+
+_CUSTOM_CHECKS = {"categorical_features": _check_categorical_features,
+                  "class_weight": _check_class_weight}
 
 
 def params_for(scope: str) -> dict[str, Param]:

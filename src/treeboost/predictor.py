@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dtypes import NODE_DTYPE, SUM_DTYPE, X_DTYPE, readonly
+from ._dtypes import MISSING_BIN, NODE_DTYPE, SUM_DTYPE, X_DTYPE, readonly
 from ._kernels.predict import predict_raw
 from .tree import Tree
 
@@ -18,9 +18,14 @@ class PackedTrees:
         Trees in model order.
     outputs : list of int
         Raw-score column each tree adds to (its class for softmax, else 0).
+    bin_mapper : BinMapper
+        Fitted bins of the training data: categorical splits map raw values
+        to bins through its category tables.
     """
 
-    def __init__(self, trees: list[Tree], outputs: list[int]):
+    def __init__(self, trees: list[Tree], outputs: list[int], bin_mapper):
+        self.categories = bin_mapper.bin_edges_
+        self.n_categories = bin_mapper.n_edges_
         sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self.tree_roots = offsets.astype(NODE_DTYPE)
@@ -35,6 +40,9 @@ class PackedTrees:
         self.feature = cat("feature", NODE_DTYPE)
         self.threshold = cat("threshold", X_DTYPE)
         self.missing_left = cat("missing_left", np.uint8)
+        self.is_categorical = cat("is_categorical", np.uint8)
+        self.cat_bitset = (np.concatenate([t.cat_bitset for t in trees]) if trees
+                           else np.zeros((0, 8), dtype=np.uint32)).astype(np.uint32)
         self.value = cat("value", SUM_DTYPE)
         children = []
         for name in ("left", "right"):
@@ -49,5 +57,7 @@ class PackedTrees:
         """``out[i, k] += sum of tree outputs for row i`` (X float64, C order)."""
         if self.tree_roots.size:
             predict_raw(readonly(X), self.feature, self.threshold, self.missing_left, self.left,
-                        self.right, self.value, self.tree_roots, self.tree_outputs, out)
+                        self.right, self.value, self.is_categorical, self.cat_bitset,
+                        self.categories, self.n_categories, MISSING_BIN, self.tree_roots,
+                        self.tree_outputs, out)
         return out

@@ -40,8 +40,11 @@ SUPPORTED_VERSIONS = (1,)
 ESTIMATORS = {"TreeBoostRegressor": TreeBoostRegressor,
               "TreeBoostClassifier": TreeBoostClassifier}
 REQUIRED_KEYS = ("treeboost_version", "estimator", "params", "loss", "n_features",
-                 "feature_names", "classes", "init_score", "bin_mapper", "trees", "n_iter",
-                 "best_iteration", "evals_result")
+                 "feature_names", "pandas_categories", "classes", "init_score", "bin_mapper",
+                 "trees", "n_iter", "best_iteration", "evals_result")
+#: tree fields as stored: the categorical bitset is written as each node's list
+#: of bins that go left (empty for numerical splits and leaves)
+_JSON_TREE_FIELDS = [n for n in TREE_FIELDS if n != "cat_bitset"] + ["cat_left_bins"]
 #: label kinds of "classes", and the numpy dtype kinds each may be restored as
 _CLASS_KINDS = {"int": "iu", "float": "f", "bool": "b", "str": "UO"}
 _INT32 = np.iinfo(NODE_DTYPE)
@@ -92,8 +95,12 @@ def _classes_to_json(classes: np.ndarray) -> dict:
 
 
 def _tree_to_json(tree: Tree, where: str) -> dict:
-    return {name: _finite_list(arr, f"{where} {name}") if arr.dtype.kind == "f"
-            else arr.tolist() for name, arr in ((n, getattr(tree, n)) for n in TREE_FIELDS)}
+    out = {name: _finite_list(arr, f"{where} {name}") if arr.dtype.kind == "f"
+           else arr.tolist() for name, arr in ((n, getattr(tree, n)) for n in TREE_FIELDS)
+           if name != "cat_bitset"}
+    bits = np.unpackbits(tree.cat_bitset.view(np.uint8), axis=1, bitorder="little")
+    out["cat_left_bins"] = [np.flatnonzero(row).tolist() for row in bits]
+    return out
 
 
 def _payload(estimator) -> dict:
@@ -116,6 +123,8 @@ def _payload(estimator) -> dict:
                  "params": _plain(booster.loss.get_params(), "loss params")},
         "n_features": int(estimator.n_features_in_),
         "feature_names": None if names is None else [str(n) for n in names],
+        "pandas_categories": [[int(j), _plain(list(c), f"categories of column {j}")]
+                              for j, c in sorted(estimator.pandas_categories_.items())],
         "classes": _classes_to_json(estimator.classes_) if name == "TreeBoostClassifier"
         else None,
         "init_score": _finite_list(np.asarray(booster.init_score), "init_score"),
@@ -123,7 +132,8 @@ def _payload(estimator) -> dict:
             "max_bins": int(bm.max_bins),
             "edges": [_finite_list(bm.bin_edges_[f, :n], f"bin edges of feature {f}")
                       for f, n in enumerate(bm.n_edges_)],
-            "has_missing": [bool(v) for v in bm.has_missing_]},
+            "has_missing": [bool(v) for v in bm.has_missing_],
+            "is_categorical": [bool(v) for v in bm.is_categorical_]},
         "trees": [[_tree_to_json(t, f"tree {m}/{k}") for k, t in enumerate(stage)]
                   for m, stage in enumerate(booster.trees)],
         "n_iter": len(booster.trees),
@@ -282,14 +292,28 @@ def _classes(doc) -> np.ndarray:
     return classes
 
 
-def _tree(data, where: str, n_features: int, n_edges: np.ndarray) -> Tree:
+def _cat_bitset(rows, where: str, n: int) -> np.ndarray:
+    """Bitsets (n, 8) from each node's list of left bins."""
+    if not isinstance(rows, list) or len(rows) != n:
+        _fail(f"{where}.cat_left_bins must be a list of {n} lists")
+    bits = np.zeros((n, 256), dtype=np.uint8)
+    for node, bins in enumerate(rows):
+        arr = _array(bins, f"{where}.cat_left_bins[{node}]", "int")
+        if np.any((arr < 0) | (arr > 255)):
+            _fail(f"{where}.cat_left_bins[{node}] must hold bins in [0, 255]")
+        bits[node, arr.astype(np.intp)] = 1
+    return np.packbits(bits, axis=1, bitorder="little").view(np.uint32).copy()
+
+
+def _tree(data, where: str, n_features: int, n_edges: np.ndarray,
+          is_categorical: np.ndarray) -> Tree:
     """Validate one tree's arrays and structure, then build it."""
     _typed(data, dict, where, "an object")
-    if set(data) != set(TREE_FIELDS):
-        _fail(f"{where}: fields {sorted(data)} must be {sorted(TREE_FIELDS)}")
+    if set(data) != set(_JSON_TREE_FIELDS):
+        _fail(f"{where}: fields {sorted(data)} must be {sorted(_JSON_TREE_FIELDS)}")
     arrays = {name: _array(data[name], f"{where}.{name}",
                            "float" if np.dtype(dtype).kind == "f" else "int")
-              for name, dtype in TREE_FIELDS.items()}
+              for name, dtype in TREE_FIELDS.items() if name != "cat_bitset"}
     n = arrays["left"].size
     if n == 0 or any(a.size != n for a in arrays.values()):
         _fail(f"{where}: node arrays have inconsistent lengths "
@@ -309,8 +333,16 @@ def _tree(data, where: str, n_features: int, n_edges: np.ndarray) -> Tree:
     f_int, b_int = feature[internal], arrays["bin_threshold"][internal]
     if np.any(f_int < 0) or np.any(f_int >= n_features):
         _fail(f"{where}: feature indices out of range [0, {n_features})")
-    if np.any(b_int < 0) or np.any(b_int > n_edges[f_int]):
+    node_cat = arrays["is_categorical"]
+    if np.any(node_cat[~internal] != 0) or np.any(node_cat[internal] != is_categorical[f_int]):
+        _fail(f"{where}: is_categorical must match the split feature's kind (0 at leaves)")
+    numerical = node_cat[internal] == 0
+    f_num, b_num = f_int[numerical], b_int[numerical]
+    if np.any(b_num < 0) or np.any(b_num > n_edges[f_num]):
         _fail(f"{where}: bin thresholds out of the range of their feature's bins")
+    arrays["cat_bitset"] = _cat_bitset(data["cat_left_bins"], where, n)
+    if np.any(arrays["cat_bitset"][node_cat == 0] != 0):
+        _fail(f"{where}: only categorical splits may have left bins")
     int32 = [arrays[k] for k in TREE_FIELDS if TREE_FIELDS[k] == NODE_DTYPE]
     if np.any((arrays["missing_left"] > 1) | (arrays["missing_left"] < 0)) or np.any(
             arrays["count"] < 0) or any(np.any((a < _INT32.min) | (a > _INT32.max))
@@ -326,23 +358,38 @@ def _bin_mapper(doc, n_features: int, max_bins: int) -> BinMapper:
               f"max_bins={max_bins}")
     edges = _typed(doc.get("edges"), list, "bin_mapper.edges", "a list")
     missing = _typed(doc.get("has_missing"), list, "bin_mapper.has_missing", "a list")
-    if len(edges) != n_features or len(missing) != n_features or not all(
-            isinstance(v, bool) for v in missing):
-        _fail(f"bin_mapper: edges and has_missing must have one entry per feature "
-              f"({n_features})")
-    bm = BinMapper(max_bins)
-    bm.bin_edges_ = np.full((n_features, max(max_bins - 1, 1)), np.inf, dtype=X_DTYPE)
+    categorical = _typed(doc.get("is_categorical"), list, "bin_mapper.is_categorical",
+                         "a list")
+    if len(edges) != n_features or len(missing) != n_features or len(
+            categorical) != n_features or not all(
+            isinstance(v, bool) for v in missing + categorical):
+        _fail(f"bin_mapper: edges, has_missing and is_categorical must have one entry per "
+              f"feature ({n_features})")
+    bm = BinMapper(max_bins, is_categorical=categorical)
+    bm.is_categorical_ = np.array(categorical, dtype=np.uint8)
+    bm.bin_edges_ = np.full((n_features, max_bins), np.inf, dtype=X_DTYPE)
     bm.n_edges_ = np.zeros(n_features, dtype=np.int32)
     for f, values in enumerate(edges):
         arr = _array(values, f"bin_mapper.edges[{f}]", "float")
-        if arr.size > max_bins - 1 or np.any(np.diff(arr) <= 0):
-            _fail(f"bin_mapper: edges of feature {f} must be at most {max_bins - 1} "
+        most = max_bins if categorical[f] else max_bins - 1
+        if arr.size > most or np.any(np.diff(arr) <= 0):
+            _fail(f"bin_mapper: edges of feature {f} must be at most {most} "
                   "increasing numbers")
         bm.bin_edges_[f, :arr.size] = arr
         bm.n_edges_[f] = arr.size
-    bm.n_bins_non_missing_ = bm.n_edges_ + 1
+    bm.n_bins_non_missing_ = np.where(bm.is_categorical_ == 1, bm.n_edges_,
+                                      bm.n_edges_ + 1).astype(np.int32)
     bm.has_missing_ = np.array(missing, dtype=bool)
     return bm
+
+
+def _pandas_categories(doc, n_features: int) -> dict:
+    if not isinstance(doc, list) or not all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], int)
+            and not isinstance(p[0], bool) and 0 <= p[0] < n_features and isinstance(p[1], list)
+            and all(isinstance(v, (str, int, float, bool)) for v in p[1]) for p in doc):
+        _fail("pandas_categories must be a list of [column index, [category, ...]] pairs")
+    return {j: values for j, values in doc}
 
 
 def _estimator(doc: dict):
@@ -403,7 +450,8 @@ def _build(doc: dict):
     for m, stage in enumerate(_typed(doc["trees"], list, "trees", "a list of stages")):
         if not isinstance(stage, list) or len(stage) != K:
             _fail(f"stage {m} must be a list of {K} trees")
-        trees.append([_tree(t, f"tree {m}/{k}", n_features, bin_mapper.n_edges_)
+        trees.append([_tree(t, f"tree {m}/{k}", n_features, bin_mapper.n_edges_,
+                            bin_mapper.is_categorical_)
                       for k, t in enumerate(stage)])
     if _typed(doc["n_iter"], int, "n_iter", "an int") != len(trees):
         _fail(f"n_iter={doc['n_iter']} but the file has {len(trees)} stages")
@@ -420,6 +468,8 @@ def _build(doc: dict):
     # the fitted attributes set by the estimators' fit (_fit_booster, _encode_target)
     estimator._booster = booster
     estimator.n_features_in_ = n_features
+    estimator.pandas_categories_ = _pandas_categories(doc["pandas_categories"], n_features)
+    estimator.is_categorical_ = bin_mapper.is_categorical_.astype(bool)
     if names is not None:
         estimator.feature_names_in_ = np.asarray(names, dtype=object)  # as scikit-learn does
     if is_classifier:

@@ -14,7 +14,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_array,
+    check_is_fitted,
+    check_X_y,
+    validate_data,
+)
 
 from . import params as _params
 from ._dtypes import X_DTYPES, Y_DTYPE
@@ -22,6 +28,7 @@ from ._threads import threads
 from .binning import BinMapper
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
+from .dataset import categorical_mask, frame_to_array, is_frame
 from .grower import GrowerParams
 from .losses import get_loss
 from .metrics import get_metric
@@ -78,11 +85,22 @@ class _TreeBoostBase(BaseEstimator):
         return self
 
     def _check_training_data(self, X, y, sample_weight):
-        X, y = validate_data(self, X, y, dtype=X_DTYPES, order="C",
-                             ensure_all_finite="allow-nan", y_numeric=self._scope == "regressor",
-                             ensure_min_samples=2)
+        checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
+                      y_numeric=self._scope == "regressor", ensure_min_samples=2)
+        if is_frame(X):
+            # names and width from the frame, values from its numeric matrix
+            validate_data(self, X, reset=True, skip_check_array=True)
+            X, self.pandas_categories_ = frame_to_array(X)
+            X, y = check_X_y(X, y, estimator=self, **checks)
+        else:
+            X, y = validate_data(self, X, y, **checks)
+            self.pandas_categories_ = {}
+        self.is_categorical_ = categorical_mask(
+            self.categorical_features, X.shape[1], getattr(self, "feature_names_in_", None),
+            self.pandas_categories_)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                              ensure_non_negative=True)
+        sample_weight = self._class_weighted(y, sample_weight)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
         keep = sample_weight > 0
@@ -106,8 +124,7 @@ class _TreeBoostBase(BaseEstimator):
             for i, pair in enumerate(eval_set):
                 if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                     raise ValueError("eval_set must be a list of (X, y) pairs")
-                Xe = validate_data(self, pair[0], dtype=X_DTYPES, order="C", reset=False,
-                                   ensure_all_finite="allow-nan")
+                Xe = self._validate_X(pair[0])
                 ye = self._encode_eval_target(np.asarray(pair[1]))
                 if ye.shape[0] != Xe.shape[0]:
                     raise ValueError(f"eval_set[{i}]: X has {Xe.shape[0]} rows but y has "
@@ -129,7 +146,8 @@ class _TreeBoostBase(BaseEstimator):
         return X, y, sample_weight, eval_data
 
     def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams):
-        bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"]).fit(X)
+        bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"],
+                               is_categorical=self.is_categorical_).fit(X)
         X_binned = bin_mapper.transform(X)
         eval_sets = [EvalSet(name, bin_mapper.transform(Xe), ye, we)
                      for name, Xe, ye, we in eval_data]
@@ -161,16 +179,29 @@ class _TreeBoostBase(BaseEstimator):
             max_leaf_nodes=self.max_leaf_nodes, max_depth=self.max_depth,
             min_samples_leaf=self.min_samples_leaf, min_child_weight=self.min_child_weight,
             min_split_gain=self.min_split_gain, reg_lambda=self.reg_lambda,
-            reg_alpha=self.reg_alpha, colsample_bynode=self.colsample_bynode)
+            reg_alpha=self.reg_alpha, colsample_bynode=self.colsample_bynode,
+            cat_l2=self.cat_l2, cat_smooth=self.cat_smooth,
+            max_cat_threshold=self.max_cat_threshold, max_cat_to_onehot=self.max_cat_to_onehot)
         return BoostingParams(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
                               subsample=self.subsample, colsample_bytree=self.colsample_bytree,
-                              grower=grower)
+                              max_delta_step=self.max_delta_step, grower=grower)
 
     # ---- prediction -----------------------------------------------------------
+    def _validate_X(self, X):
+        """Check X against the training data's features; return its float matrix."""
+        checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan")
+        if is_frame(X):
+            validate_data(self, X, reset=False, skip_check_array=True)
+            X, _ = frame_to_array(X, self.pandas_categories_)
+            return check_array(X, estimator=self, **checks)
+        return validate_data(self, X, reset=False, **checks)
+
     def _check_X(self, X):
         check_is_fitted(self, "_booster")
-        return validate_data(self, X, dtype=X_DTYPES, order="C", reset=False,
-                             ensure_all_finite="allow-nan")
+        return self._validate_X(X)
+
+    def _class_weighted(self, y, sample_weight):
+        return sample_weight
 
     def _raw_predict(self, X) -> np.ndarray:
         X = self._check_X(X)
@@ -224,8 +255,10 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
     def __init__(self, loss="squared_error", *, alpha=0.9, power=1.5, n_estimators=100,
                  learning_rate=0.1, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
                  min_child_weight=1e-3, min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0,
-                 max_bins=255, subsample=1.0, colsample_bytree=1.0, colsample_bynode=1.0,
-                 n_iter_no_change=None, tol=1e-7, validation_fraction=0.1, eval_metric=None,
+                 max_delta_step=None, max_bins=255, subsample=1.0, colsample_bytree=1.0,
+                 colsample_bynode=1.0, categorical_features="from_dtype", max_cat_to_onehot=4,
+                 max_cat_threshold=32, cat_smooth=10.0, cat_l2=10.0, n_iter_no_change=None,
+                 tol=1e-7, validation_fraction=0.1, eval_metric=None,
                  importance_type="gain", verbose=0, n_jobs=None, random_state=None):
         self.loss = loss
         self.alpha = alpha
@@ -239,10 +272,16 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         self.min_split_gain = min_split_gain
         self.reg_lambda = reg_lambda
         self.reg_alpha = reg_alpha
+        self.max_delta_step = max_delta_step
         self.max_bins = max_bins
         self.subsample = subsample
         self.colsample_bytree = colsample_bytree
         self.colsample_bynode = colsample_bynode
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
+        self.cat_l2 = cat_l2
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.validation_fraction = validation_fraction
@@ -300,9 +339,12 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
     def __init__(self, loss="log_loss", *, n_estimators=100, learning_rate=0.1,
                  max_leaf_nodes=31, max_depth=None, min_samples_leaf=20, min_child_weight=1e-3,
-                 min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0, max_bins=255,
+                 min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0, max_delta_step=10.0,
+                 max_bins=255,
                  subsample=1.0, colsample_bytree=1.0, colsample_bynode=1.0,
-                 n_iter_no_change=None, tol=1e-7, validation_fraction=0.1, eval_metric=None,
+                 categorical_features="from_dtype", max_cat_to_onehot=4, max_cat_threshold=32,
+                 cat_smooth=10.0, cat_l2=10.0, class_weight=None, n_iter_no_change=None,
+                 tol=1e-7, validation_fraction=0.1, eval_metric=None,
                  importance_type="gain", verbose=0, n_jobs=None, random_state=None):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -314,10 +356,17 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         self.min_split_gain = min_split_gain
         self.reg_lambda = reg_lambda
         self.reg_alpha = reg_alpha
+        self.max_delta_step = max_delta_step
         self.max_bins = max_bins
         self.subsample = subsample
         self.colsample_bytree = colsample_bytree
         self.colsample_bynode = colsample_bynode
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
+        self.cat_l2 = cat_l2
+        self.class_weight = class_weight
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.validation_fraction = validation_fraction
@@ -329,6 +378,13 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
     def _make_loss(self):
         return get_loss(self.loss, n_classes=self.n_classes_)
+
+    def _class_weighted(self, y, sample_weight):
+        if self.class_weight is None:
+            return sample_weight
+        from sklearn.utils.class_weight import compute_sample_weight
+
+        return sample_weight * compute_sample_weight(self.class_weight, y)
 
     def _encode_target(self, y):
         check_classification_targets(y)

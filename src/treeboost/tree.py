@@ -19,6 +19,8 @@ TREE_FIELDS = {
     "threshold": X_DTYPE,  # go left if x <= threshold
     "bin_threshold": NODE_DTYPE,  # go left if bin <= bin_threshold
     "missing_left": np.uint8,  # where NaN goes
+    "is_categorical": np.uint8,  # 1: split on a set of categories
+    "cat_bitset": np.uint32,  # (n_nodes, 8): bins of the categories going left
     "left": NODE_DTYPE,
     "right": NODE_DTYPE,
     "value": SUM_DTYPE,  # shrunk leaf value (leaves); node's Newton value (internal)
@@ -36,6 +38,8 @@ class Tree:
     threshold: np.ndarray
     bin_threshold: np.ndarray
     missing_left: np.ndarray
+    is_categorical: np.ndarray
+    cat_bitset: np.ndarray
     left: np.ndarray
     right: np.ndarray
     value: np.ndarray

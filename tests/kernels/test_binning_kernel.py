@@ -9,7 +9,7 @@ from reference import bin_matrix
 from treeboost._dtypes import MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
 from treeboost._kernels.binning import _CHUNK, map_to_bins
 
-MAX_EDGES = 254
+MAX_EDGES = 255  # columns of BinMapper.bin_edges_ at max_bins=255 (255 categories fit)
 
 
 def make_edges(n_edges, seed=0):
@@ -22,13 +22,16 @@ def make_edges(n_edges, seed=0):
     return bin_edges, n_edges
 
 
-def run(X, bin_edges, n_edges, dtype=X_DTYPE):
+def run(X, bin_edges, n_edges, dtype=X_DTYPE, is_categorical=None):
     """map_to_bins with BinMapper.transform's types: C-ordered X (n_samples, n_features),
     feature-major C-ordered output (n_features, n_samples). Raw X is float64 or
-    float32 (the package bins float32 input without a copy)."""
+    float32 (the package bins float32 input without a copy). Numerical features
+    unless ``is_categorical`` says otherwise."""
     X_binned = np.empty((X.shape[1], X.shape[0]), dtype=X_BINNED_DTYPE)
-    map_to_bins(np.ascontiguousarray(X, dtype=dtype), bin_edges, n_edges, MISSING_BIN,
-                X_binned)
+    is_categorical = (np.zeros(n_edges.size, dtype=np.uint8) if is_categorical is None
+                      else np.asarray(is_categorical, dtype=np.uint8))
+    map_to_bins(np.ascontiguousarray(X, dtype=dtype), bin_edges, n_edges, is_categorical,
+                MISSING_BIN, X_binned)
     return X_binned
 
 
@@ -108,3 +111,65 @@ def test_independent_of_thread_count():
     finally:
         numba.set_num_threads(previous)
     assert_array_equal(one, two)
+
+
+# ---- categorical features --------------------------------------------------------------
+# categories per feature: 0.1 has no float32 twin; 255 integer categories; none at all
+CATEGORIES = [[-7.0, -2.5, -0.0, 0.1, 1.0, 3.0, 1e6], list(range(255)), [], [5.0]]
+
+
+def categorical_table():
+    """bin_edges / n_edges with a numerical feature 0 and the categorical CATEGORIES."""
+    bin_edges, n_edges = make_edges([7, 0, 0, 0, 0])
+    for f, cats in enumerate(CATEGORIES, start=1):
+        bin_edges[f, : len(cats)] = cats
+        n_edges[f] = len(cats)
+    return bin_edges, n_edges, np.array([0, 1, 1, 1, 1], dtype=np.uint8)
+
+
+def categorical_X(n_samples, seed=0):
+    """Mostly known categories, plus unknown values, +-inf and NaN."""
+    rng = np.random.default_rng(seed)
+    unknown = [0.5, 2.0, -1e6, np.inf, -np.inf, np.nextafter(1.0, 2.0), 254.5, 255.0, 4.0]
+    X = np.empty((n_samples, 5))
+    X[:, 0] = rng.uniform(-4, 4, n_samples)
+    for f, cats in enumerate(CATEGORIES, start=1):
+        X[:, f] = rng.choice(cats + unknown, n_samples)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_samples", [0, 1, 1000, 2 * _CHUNK + 1])
+def test_categorical_exact_match(n_samples, dtype):
+    """A category's index for an equal value (compared in float64), else MISSING_BIN;
+    the numerical feature beside them is binned as usual."""
+    bin_edges, n_edges, is_categorical = categorical_table()
+    X = categorical_X(n_samples).astype(dtype)
+    X_binned = run(X, bin_edges, n_edges, dtype, is_categorical)
+    # float32 -> float64 is exact: the twin sees the values the kernel compares
+    expected = bin_matrix(X.astype(X_DTYPE), bin_edges, n_edges, is_categorical)
+    assert_array_equal(X_binned, expected)
+
+
+def test_categorical_edge_cases():
+    bin_edges, n_edges, is_categorical = categorical_table()
+
+    def bins(values, dtype=X_DTYPE):
+        X = np.zeros((len(values), 5))
+        X[:, 1] = values
+        return list(run(X, bin_edges, n_edges, dtype, is_categorical)[1])
+
+    # each category to its index; 0.0 equals -0.0
+    assert bins(CATEGORIES[0] + [0.0]) == [0, 1, 2, 3, 4, 5, 6, 2]
+    # between, beyond or next to a category, inf, NaN: the missing bin
+    assert bins([0.5, -8.0, 2e6, np.nextafter(1.0, 2.0), np.inf, -np.inf, np.nan]) \
+        == [MISSING_BIN] * 7
+    # float32(0.1) is not the float64 category 0.1; float32(1.0) is 1.0
+    assert bins([0.1, 1.0], np.float32) == [MISSING_BIN, 4]
+    X = np.array([[0.0, 0.0, 254.0, 5.0, 5.0], [0.0, 0.0, 255.0, np.nan, 6.0]])
+    X_binned = run(X, bin_edges, n_edges, X_DTYPE, is_categorical)
+    # 255 categories: the last one is bin 254, one more value is unknown
+    assert list(X_binned[2]) == [254, MISSING_BIN]
+    assert list(X_binned[3]) == [MISSING_BIN] * 2  # no category at all
+    assert list(X_binned[4]) == [0, MISSING_BIN]  # a single category

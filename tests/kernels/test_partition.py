@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from reference import partition
+from reference import bitset_of, partition
 from treeboost._dtypes import INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, X_BINNED_DTYPE
 from treeboost._kernels.partition import (
     _CHUNK,
@@ -17,6 +17,8 @@ from treeboost._kernels.partition import (
 # the grower calls the serial kernel on small nodes, the parallel one on large nodes
 by_kernel = pytest.mark.parametrize("kernel", [partition_rows, partition_rows_serial],
                                     ids=["parallel", "serial"])
+# numerical splits ignore the bitset: all ones would send everything left if read
+NO_BITSET = np.full(8, 0xFFFFFFFF, dtype=np.uint32)
 
 
 def make_bins(n_samples, seed=0):
@@ -35,8 +37,8 @@ def run(rows, X, feature, bin_threshold, missing_left, kernel=partition_rows):
     out = rows.astype(INDEX_DTYPE)  # a copy
     left_buffer = np.empty(max(out.size, 1), dtype=INDEX_DTYPE)
     right_buffer = np.empty(max(out.size, 1), dtype=INDEX_DTYPE)
-    n_left = kernel(out, X, int(feature), int(bin_threshold), bool(missing_left),
-                    MISSING_BIN, left_buffer, right_buffer)
+    n_left = kernel(out, X, int(feature), False, int(bin_threshold), bool(missing_left),
+                    MISSING_BIN, NO_BITSET, left_buffer, right_buffer)
     return out, int(n_left)
 
 
@@ -91,7 +93,8 @@ def test_slice_of_a_larger_index_array(kernel):
     expected, expected_left = partition(node.copy(), X, 0, 20, False)
     left_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
     right_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
-    n_left = kernel(node, X, 0, 20, False, MISSING_BIN, left_buffer, right_buffer)
+    n_left = kernel(node, X, 0, False, 20, False, MISSING_BIN, NO_BITSET, left_buffer,
+                    right_buffer)
     assert n_left == expected_left
     assert_array_equal(sample_indices[start:stop], expected)
     assert_array_equal(sample_indices[:start], np.arange(start))
@@ -114,6 +117,58 @@ def test_independent_of_thread_count():
     for out, n_left in results:
         assert n_left == expected_left
         assert_array_equal(out, expected)
+
+
+# ---- categorical splits ------------------------------------------------------------------
+def run_categorical(rows, X, feature, bitset, kernel, missing_left=False):
+    """A partition kernel with a bitset; bin_threshold -1 and missing_left must not matter."""
+    out = rows.astype(INDEX_DTYPE)  # a copy
+    left_buffer = np.empty(max(out.size, 1), dtype=INDEX_DTYPE)
+    right_buffer = np.empty(max(out.size, 1), dtype=INDEX_DTYPE)
+    n_left = kernel(out, X, int(feature), True, -1, bool(missing_left), MISSING_BIN, bitset,
+                    left_buffer, right_buffer)
+    return out, int(n_left)
+
+
+BITSETS = {  # left categories among bins 0..49 and the missing bin
+    "none": [],
+    "all_values": range(50),
+    "everything": [*range(50), MISSING_BIN],
+    "missing_only": [MISSING_BIN],
+    "odd_with_missing": [*range(1, 50, 2), MISSING_BIN],
+    "random": np.random.default_rng(0).choice(50, 17, replace=False),
+    "word_edges": [0, 31, 32, 33, 47],  # bits at the ends of uint32 words
+}
+
+
+@by_kernel
+@pytest.mark.parametrize("n_node", [0, 1, 1000, 3 * _CHUNK + 123])
+@pytest.mark.parametrize("left_set", BITSETS)
+def test_categorical_matches_mask_twin(n_node, left_set, kernel):
+    X = make_bins(4 * _CHUNK)
+    rng = np.random.default_rng(n_node + 1)
+    rows = np.sort(rng.choice(X.shape[1], n_node, replace=False)).astype(INDEX_DTYPE)
+    bitset = bitset_of(BITSETS[left_set])
+    missing_left = MISSING_BIN not in list(BITSETS[left_set])  # the opposite of the bitset
+    out, n_left = run_categorical(rows, X, 0, bitset, kernel, missing_left)
+    expected, expected_left = partition(rows, X, 0, -1, False, bitset=bitset)
+    assert n_left == expected_left
+    assert_array_equal(out, expected)  # stable, like numerical splits
+    if n_node > 1000:  # both sides non-empty unless the set says otherwise
+        assert (n_left == 0) == (left_set == "none")
+        assert (n_left == n_node) == (left_set == "everything")
+
+
+@by_kernel
+def test_categorical_missing_rows_follow_bit_255(kernel):
+    X = make_bins(500)
+    rows = np.arange(500, dtype=INDEX_DTYPE)
+    # feature 1 is all missing: everything left iff bit 255 is set, whatever missing_left
+    assert run_categorical(rows, X, 1, bitset_of([MISSING_BIN]), kernel)[1] == 500
+    assert run_categorical(rows, X, 1, bitset_of(range(255)), kernel, True)[1] == 0
+    # feature 2 is all bin 0
+    assert run_categorical(rows, X, 2, bitset_of([0]), kernel)[1] == 500
+    assert run_categorical(rows, X, 2, bitset_of([1, MISSING_BIN]), kernel, True)[1] == 0
 
 
 def test_add_leaf_values_matches_twin():

@@ -30,7 +30,7 @@ def grow_tree(X, bin_mapper, seed, max_leaf_nodes=12):
     signal = np.where(np.isnan(X[:, 2]), nan_signal, X[:, 0] - np.nan_to_num(X[:, 2]))
     gradient = (signal + X[:, 1] + 0.3 * rng.normal(size=X.shape[0])).astype(G_H_DTYPE)
     hessian = np.ones(X.shape[0], dtype=G_H_DTYPE)
-    grower = TreeGrower(X_binned, bin_mapper.n_bins_non_missing_,
+    grower = TreeGrower(X_binned, bin_mapper.n_bins_non_missing_, bin_mapper.is_categorical_,
                         GrowerParams(max_leaf_nodes=max_leaf_nodes, min_samples_leaf=5))
     grown = grower.grow(gradient, hessian, np.arange(X.shape[0], dtype=INDEX_DTYPE),
                         np.arange(X.shape[1], dtype=NODE_DTYPE), all_rows=True)
@@ -41,8 +41,11 @@ def grow_tree(X, bin_mapper, seed, max_leaf_nodes=12):
     value = np.zeros(grown.left.size, dtype=SUM_DTYPE)
     value[~internal] = 1 + rng.permutation(int((~internal).sum()))
     tree = Tree(feature=grown.feature, threshold=threshold, bin_threshold=grown.bin_threshold,
-                missing_left=grown.missing_left, left=grown.left, right=grown.right,
+                missing_left=grown.missing_left, is_categorical=grown.is_categorical,
+                cat_bitset=grown.cat_bitset, left=grown.left, right=grown.right,
                 value=value, gain=grown.gain, count=grown.count, cover=grown.sum_h)
+    assert not tree.is_categorical.any()
+    assert not tree.cat_bitset.any()
     assert tree.n_leaves == max_leaf_nodes  # a real tree, not a stump
     return tree
 
@@ -59,18 +62,21 @@ def model():
     return X, bin_mapper, trees
 
 
-def raw_kernel(trees, outputs, X, n_outputs):
-    packed = PackedTrees(trees, outputs)
+def raw_kernel(trees, outputs, X, n_outputs, bin_mapper):
+    """predict_raw on trees packed by the predictor (category tables from bin_mapper)."""
+    packed = PackedTrees(trees, outputs, bin_mapper)
     out = np.zeros((X.shape[0], n_outputs), dtype=SUM_DTYPE)
     predict_raw(np.ascontiguousarray(X, dtype=X_DTYPE), packed.feature, packed.threshold,
                 packed.missing_left, packed.left, packed.right, packed.value,
-                packed.tree_roots, packed.tree_outputs, out)
+                packed.is_categorical, packed.cat_bitset, packed.categories,
+                packed.n_categories, MISSING_BIN, packed.tree_roots, packed.tree_outputs, out)
     return out
 
 
 def binned_kernel(tree, X_binned, rows, raw_score):
     predict_binned(X_binned, tree.feature, tree.bin_threshold, tree.missing_left, tree.left,
-                   tree.right, tree.value, MISSING_BIN, 0, rows.astype(INDEX_DTYPE), raw_score)
+                   tree.right, tree.value, tree.is_categorical, tree.cat_bitset, MISSING_BIN, 0,
+                   rows.astype(INDEX_DTYPE), raw_score)
     return raw_score
 
 
@@ -95,7 +101,7 @@ def test_predict_raw_matches_twin(model, n_samples):
     X = make_X(n_samples, 2) * 1.5  # wider than the training range: unseen values
     X[: n_samples // 2, 3] = np.nan  # NaN where training had none (larger child)
     # leaf values are integers < 2**53: every sum is exact, so compare exactly
-    assert_array_equal(raw_kernel(trees, [0, 1, 0], X, 2),
+    assert_array_equal(raw_kernel(trees, [0, 1, 0], X, 2, bin_mapper),
                        predict(trees, [0, 1, 0], X, 2))
 
 
@@ -107,7 +113,7 @@ def test_predict_binned_matches_raw(model):
     rows = np.arange(X.shape[0])
     for tree in trees:
         binned = binned_kernel(tree, X_binned, rows, np.zeros(X.shape[0], dtype=SUM_DTYPE))
-        raw = raw_kernel([tree], [0], X, 1)[:, 0]
+        raw = raw_kernel([tree], [0], X, 1, bin_mapper)[:, 0]
         assert_array_equal(binned, raw)  # the same single leaf value per row
         assert_array_equal(binned, predict([tree], [0], X_binned, 1, binned=True)[:, 0])
         assert np.unique(binned).size > 1
@@ -128,17 +134,22 @@ def test_predict_binned_touches_only_listed_rows(model):
 @pytest.mark.parametrize("missing_left", [0, 1])
 def test_stump_by_hand(missing_left):
     """x <= threshold goes left (ties too), NaN follows missing_left."""
+    # a numerical node ignores its bitset: all ones would send every row left
     stump = Tree(feature=np.array([1, -1, -1], dtype=NODE_DTYPE),
                  threshold=np.array([0.5, 0.0, 0.0]),
                  bin_threshold=np.array([3, -1, -1], dtype=NODE_DTYPE),
                  missing_left=np.array([missing_left, 0, 0], dtype=np.uint8),
+                 is_categorical=np.zeros(3, dtype=np.uint8),
+                 cat_bitset=np.full((3, 8), 0xFFFFFFFF, dtype=np.uint32),
                  left=np.array([1, -1, -1], dtype=NODE_DTYPE),
                  right=np.array([2, -1, -1], dtype=NODE_DTYPE),
                  value=np.array([0.0, 10.0, 20.0]), gain=np.zeros(3),
                  count=np.zeros(3, dtype=np.int64), cover=np.zeros(3))
     X = np.array([[9.0, 0.5], [9.0, np.nextafter(0.5, 1)], [9.0, np.nan], [9.0, -np.inf]])
     nan_value = 10.0 if missing_left else 20.0
-    assert_array_equal(raw_kernel([stump], [0], X, 1)[:, 0], [10, 20, nan_value, 10])
+    bin_mapper = BinMapper().fit(np.zeros((1, 2)))  # category tables unused: none
+    assert_array_equal(raw_kernel([stump], [0], X, 1, bin_mapper)[:, 0],
+                       [10, 20, nan_value, 10])
     # feature-major: row i of X has bins X_binned[:, i]
     X_binned = np.ascontiguousarray(np.array([[0, 3], [0, 4], [0, MISSING_BIN], [0, 0]],
                                              dtype=np.uint8).T)
@@ -152,6 +163,7 @@ def values_vs_missing_stump():
     bin_mapper = BinMapper().fit(X)
     gradient = np.where(np.isnan(X[:, 0]), 1.0, -1.0).astype(G_H_DTYPE)
     grower = TreeGrower(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
+                        bin_mapper.is_categorical_,
                         GrowerParams(max_leaf_nodes=2, min_samples_leaf=1))
     grown = grower.grow(gradient, np.ones_like(gradient), np.arange(60, dtype=INDEX_DTYPE),
                         np.zeros(1, dtype=NODE_DTYPE))
@@ -161,7 +173,8 @@ def values_vs_missing_stump():
     assert threshold[0] == np.finfo(X_DTYPE).max
     return bin_mapper, Tree(
         feature=grown.feature, threshold=threshold, bin_threshold=grown.bin_threshold,
-        missing_left=grown.missing_left, left=grown.left, right=grown.right,
+        missing_left=grown.missing_left, is_categorical=grown.is_categorical,
+        cat_bitset=grown.cat_bitset, left=grown.left, right=grown.right,
         value=np.array([0.0, 1.0, 2.0]), gain=grown.gain, count=grown.count,
         cover=grown.sum_h)
 
@@ -170,7 +183,7 @@ def test_all_values_left_split_is_consistent_for_finite_values():
     bin_mapper, stump = values_vs_missing_stump()
     X = np.array([[-1e300], [0.5], [7.0], [np.finfo(X_DTYPE).max], [np.nan]])
     X_binned = bin_mapper.transform(X)
-    raw = raw_kernel([stump], [0], X, 1)[:, 0]
+    raw = raw_kernel([stump], [0], X, 1, bin_mapper)[:, 0]
     assert_array_equal(raw, [1, 1, 1, 1, 2])
     binned = binned_kernel(stump, X_binned, np.arange(5), np.zeros(5, dtype=SUM_DTYPE))
     assert_array_equal(binned, raw)
@@ -183,4 +196,4 @@ def test_all_values_left_split_sends_inf_left():
     bin_mapper, stump = values_vs_missing_stump()
     X = np.array([[np.inf]])
     binned = binned_kernel(stump, bin_mapper.transform(X), np.arange(1), np.zeros(1))
-    assert_array_equal(raw_kernel([stump], [0], X, 1)[:, 0], binned)
+    assert_array_equal(raw_kernel([stump], [0], X, 1, bin_mapper)[:, 0], binned)

@@ -77,10 +77,26 @@ def exercise_estimators():
         # eval set, in both dtypes
         for data in (X_nan[:, :1], X_nan[:, :1].astype(np.float32)):
             fit_predict(cls(**common), data, y, eval_set=[(data[:1], y[:1])])
-    # large enough for the parallel histogram and partition kernels of the grower
+    # categorical features: one-vs-rest (3 categories) and sorted (12) scans; NaN, and
+    # unseen categories at predict time
+    X_cat = np.column_stack([rng.integers(0, 3, n), rng.integers(0, 12, n), X[:, 0]])
+    X_cat[rng.random(n) < 0.1, 1] = np.nan
+    y_cat = np.isin(X_cat[:, 1], [2, 5, 7]) + X_cat[:, 0] + X[:, 0]
+    X_unseen = X_cat.copy()
+    X_unseen[:5, :2] = 99.0
+    for cls, y in ((TreeBoostRegressor, y_cat), (TreeBoostClassifier, (y_cat > 1).astype(int)),
+                   (TreeBoostClassifier, np.digitize(y_cat, [0.5, 1.5]))):
+        for data in (X_cat, X_cat.astype(np.float32)):
+            model = cls(categorical_features=[0, 1], **common)
+            fit_predict(model, data, y, eval_set=[(data[:40], y[:40])])
+            model.predict(X_unseen)
+    # large enough for the parallel histogram and partition kernels of the grower, with
+    # a categorical feature among them
     X_big = np.random.default_rng(1).normal(size=(40_000, 6))
+    X_big[:, 5] = np.floor(10 * np.abs(X_big[:, 5]))
     fit_predict(TreeBoostRegressor(n_estimators=2, max_leaf_nodes=4, subsample=0.9,
-                                   random_state=0), X_big, X_big[:, 0])
+                                   categorical_features=[5], random_state=0), X_big,
+                X_big[:, 0] + (X_big[:, 5] % 3 == 1))
     y_pos = np.exp(X[:, 0])
     for loss in REGRESSION_LOSSES:
         fit_predict(TreeBoostRegressor(loss=loss, **common), X_nan, y_pos)

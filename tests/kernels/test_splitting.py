@@ -8,6 +8,7 @@ from reference import best_split, histogram
 from treeboost._dtypes import G_H_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE, SUM_DTYPE
 from treeboost._kernels.splitting import (
     BIN,
+    BITSET_WORDS,
     GAIN,
     LEFT_C,
     LEFT_G,
@@ -22,16 +23,23 @@ DEFAULTS = {"reg_lambda": 0.0, "reg_alpha": 0.0, "min_samples_leaf": 1,
 
 
 def run(hist, n_bins_non_missing, totals, features=None, **params):
-    """find_best_splits with the scalar types the grower passes (all float64)."""
+    """find_best_splits on numerical features, with the grower's scalar types.
+
+    The categorical parameters are set to non-defaults that must not matter here;
+    every numerical feature must come back with an all-zero bitset.
+    """
     p = {**DEFAULTS, **params}
     features = (np.arange(hist.shape[0], dtype=NODE_DTYPE) if features is None
                 else np.asarray(features, dtype=NODE_DTYPE))
     out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
+    bitsets = np.full((features.size, BITSET_WORDS), 0xFFFFFFFF, dtype=np.uint32)
     sum_g, sum_h, count = (float(t) for t in totals)
     find_best_splits(hist, features, np.asarray(n_bins_non_missing, dtype=NODE_DTYPE),
-                     MISSING_BIN, sum_g, sum_h, count, float(p["reg_lambda"]),
-                     float(p["reg_alpha"]), float(p["min_samples_leaf"]),
-                     float(p["min_child_weight"]), out)
+                     np.zeros(hist.shape[0], dtype=np.uint8), MISSING_BIN, sum_g, sum_h,
+                     count, float(p["reg_lambda"]), float(p["reg_alpha"]),
+                     float(p["min_samples_leaf"]), float(p["min_child_weight"]), 7.0, 3.0, 5,
+                     2, out, bitsets)
+    assert not bitsets.any()
     return out
 
 

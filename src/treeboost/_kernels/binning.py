@@ -28,11 +28,16 @@ def _count_below(edges, m, x):
 
 
 @parallel_kernel
-def map_to_bins(X, bin_edges, n_edges, missing_bin, X_binned):
-    """Write the bin of every value of X: the first b with x <= edges[b]."""
+def map_to_bins(X, bin_edges, n_edges, is_categorical, missing_bin, X_binned):
+    """Write the bin of every value of X: the first b with x <= edges[b].
+
+    For a categorical feature the edges are its sorted categories and a value
+    gets the index of the equal category, or the missing bin if it has none.
+    """
     # X: float64 (n_samples, n_features)              # IN
     # bin_edges: float64 (n_features, max_edges)      # IN, padded per feature
     # n_edges: int32 (n_features,)                    # IN
+    # is_categorical: uint8 (n_features,)             # IN
     # X_binned: uint8 (n_features, n_samples)         # OUT, feature-major
     n_samples, n_features = X.shape
     n_chunks = (n_samples + _CHUNK - 1) // _CHUNK
@@ -42,9 +47,13 @@ def map_to_bins(X, bin_edges, n_edges, missing_bin, X_binned):
         for f in range(n_features):
             m = n_edges[f]
             edges = bin_edges[f]
+            categorical = is_categorical[f] == 1
             for i in range(start, stop):
                 x = X[i, f]
                 if np.isnan(x):
                     X_binned[f, i] = missing_bin
                     continue
-                X_binned[f, i] = _count_below(edges, m, x)
+                b = _count_below(edges, m, x)
+                if categorical and (b == m or edges[b] != x):
+                    b = missing_bin  # a category unseen in training
+                X_binned[f, i] = b

@@ -17,27 +17,21 @@ on the number of threads nor on the chunking.
 import numpy as np
 from numba import prange
 
-from ._jit import inline, kernel, parallel_kernel
+from ._jit import bin_goes_left, inline, kernel, parallel_kernel
 
 _CHUNK = 16384  # rows per task
 
 
 @inline
-def _goes_left(b, bin_threshold, missing_left, missing_bin):
-    if b == missing_bin:
-        return missing_left
-    return b <= bin_threshold
-
-
-@inline
-def _split_chunk(sample_indices, col, start, stop, bin_threshold, missing_left, missing_bin,
-                 left_buffer, right_buffer):
+def _split_chunk(sample_indices, col, start, stop, is_categorical, bin_threshold, missing_left,
+                 missing_bin, bitset, left_buffer, right_buffer):
     """Split rows[start:stop] into the buffers at offset start; return (n_left, n_right)."""
     nl = 0
     nr = 0
     for i in range(start, stop):
         j = sample_indices[i]
-        if _goes_left(col[j], bin_threshold, missing_left, missing_bin):
+        if bin_goes_left(col[j], is_categorical, bin_threshold, missing_left, missing_bin,
+                         bitset):
             left_buffer[start + nl] = j
             nl += 1
         else:
@@ -47,23 +41,25 @@ def _split_chunk(sample_indices, col, start, stop, bin_threshold, missing_left, 
 
 
 @kernel
-def partition_rows_serial(sample_indices, X_binned, feature, bin_threshold, missing_left,
-                          missing_bin, left_buffer, right_buffer):
+def partition_rows_serial(sample_indices, X_binned, feature, is_categorical, bin_threshold,
+                          missing_left, missing_bin, bitset, left_buffer, right_buffer):
     """Reorder ``sample_indices`` in place, left child first; return n_left."""
     # sample_indices: uint32 (n_node,)                 # IN/OUT
     # X_binned: uint8 (n_features, n_samples)         # IN
+    # bitset: uint32 (8,)                             # IN, left categories
     # left_buffer, right_buffer: uint32 (>= n_node,)  # scratch
     n = sample_indices.shape[0]
-    nl, nr = _split_chunk(sample_indices, X_binned[feature], 0, n, bin_threshold,
-                          missing_left, missing_bin, left_buffer, right_buffer)
+    nl, nr = _split_chunk(sample_indices, X_binned[feature], 0, n, is_categorical,
+                          bin_threshold, missing_left, missing_bin, bitset, left_buffer,
+                          right_buffer)
     sample_indices[:nl] = left_buffer[:nl]
     sample_indices[nl:] = right_buffer[:nr]
     return nl
 
 
 @parallel_kernel
-def partition_rows(sample_indices, X_binned, feature, bin_threshold, missing_left,
-                   missing_bin, left_buffer, right_buffer):
+def partition_rows(sample_indices, X_binned, feature, is_categorical, bin_threshold,
+                   missing_left, missing_bin, bitset, left_buffer, right_buffer):
     """Parallel twin of ``partition_rows_serial`` for large nodes."""
     n = sample_indices.shape[0]
     n_chunks = (n + _CHUNK - 1) // _CHUNK
@@ -73,8 +69,8 @@ def partition_rows(sample_indices, X_binned, feature, bin_threshold, missing_lef
     for c in prange(n_chunks):
         start = c * _CHUNK
         stop = min(start + _CHUNK, n)
-        nl, nr = _split_chunk(sample_indices, col, start, stop, bin_threshold, missing_left,
-                              missing_bin, left_buffer, right_buffer)
+        nl, nr = _split_chunk(sample_indices, col, start, stop, is_categorical, bin_threshold,
+                              missing_left, missing_bin, bitset, left_buffer, right_buffer)
         n_left_in[c] = nl
         n_right_in[c] = nr
     left_offset = np.zeros(n_chunks, dtype=np.int64)

@@ -9,19 +9,39 @@ the result is the same whatever the number of threads.
 import numpy as np
 from numba import prange
 
-from ._jit import parallel_kernel
+from ._jit import bin_goes_left, inline, parallel_kernel
 
 _BLOCK = 128  # rows per task
 
 
+@inline
+def _category_bin(edges, m, x, missing_bin):
+    """Bin of a raw category value: its index among the training categories, or missing."""
+    lo = 0
+    hi = m
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if edges[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < m and edges[lo] == x:
+        return lo
+    return missing_bin
+
+
 @parallel_kernel
-def predict_raw(X, feature, threshold, missing_left, left, right, value,
-                tree_roots, tree_outputs, out):
+def predict_raw(X, feature, threshold, missing_left, left, right, value, is_categorical,
+                cat_bitset, categories, n_categories, missing_bin, tree_roots, tree_outputs,
+                out):
     """out[i, tree_outputs[t]] += value of the leaf of row i in tree t."""
     # X: float64 (n_samples, n_features) C order      # IN
     # feature, left, right: int32 (n_nodes,)           # IN
     # threshold, value: float64 (n_nodes,)             # IN
-    # missing_left: uint8 (n_nodes,)                   # IN
+    # missing_left, is_categorical: uint8 (n_nodes,)   # IN
+    # cat_bitset: uint32 (n_nodes, 8)                  # IN, left categories (bins)
+    # categories: float64 (n_features, max_edges)      # IN, sorted training categories
+    # n_categories: int32 (n_features,)                # IN
     # tree_roots, tree_outputs: int32 (n_trees,)       # IN
     # out: float64 (n_samples, n_outputs)              # IN/OUT
     n_samples = X.shape[0]
@@ -35,8 +55,14 @@ def predict_raw(X, feature, threshold, missing_left, left, right, value,
             for i in range(start, stop):
                 node = root
                 while left[node] >= 0:
-                    x = X[i, feature[node]]
-                    if np.isnan(x):
+                    f = feature[node]
+                    x = X[i, f]
+                    if is_categorical[node]:
+                        b = missing_bin if np.isnan(x) else _category_bin(
+                            categories[f], n_categories[f], x, missing_bin)
+                        go_left = bin_goes_left(b, True, 0, False, missing_bin,
+                                                cat_bitset[node])
+                    elif np.isnan(x):
                         go_left = missing_left[node] == 1
                     else:
                         go_left = x <= threshold[node]
@@ -45,8 +71,8 @@ def predict_raw(X, feature, threshold, missing_left, left, right, value,
 
 
 @parallel_kernel
-def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right,
-                   value, missing_bin, root, rows, raw_score):
+def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right, value,
+                   is_categorical, cat_bitset, missing_bin, root, rows, raw_score):
     """raw_score[rows] += leaf value of one tree, traversed on binned data."""
     # X_binned: uint8 (n_features, n_samples)             # IN
     # bin_threshold: int32 (n_nodes,)                     # IN
@@ -57,9 +83,7 @@ def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right,
         node = root
         while left[node] >= 0:
             b = X_binned[feature[node], i]
-            if b == missing_bin:
-                go_left = missing_left[node] == 1
-            else:
-                go_left = b <= bin_threshold[node]
+            go_left = bin_goes_left(b, is_categorical[node] == 1, bin_threshold[node],
+                                    missing_left[node] == 1, missing_bin, cat_bitset[node])
             node = left[node] if go_left else right[node]
         raw_score[i] += value[node]

@@ -1,9 +1,17 @@
-"""Scan histograms for the best split of a node, one feature per task.
+"""Scan histograms for the best split of a node, feature by feature.
 
 Gain (XGBoost eq. 7 without the 1/2, as LightGBM reports it):
     T(G_L)^2/(H_L+lambda) + T(G_R)^2/(H_R+lambda) - T(G)^2/(H+lambda)
 with T the L1 soft-threshold T(G) = sign(G) max(|G| - alpha, 0). With unit
 hessians and no regularisation this ranks splits exactly as least squares.
+
+Numerical features: scan thresholds with the missing bin on the right, then
+on the left. Categorical features (LightGBM's approach, Fisher 1958 for the
+ordering): with few categories try each one against the rest; otherwise
+order the node's categories by G / (H + cat_smooth) and scan prefixes of the
+order from both ends, children regularised by lambda + cat_l2 (the parent by
+lambda, so cat_l2 acts as a penalty on many-category splits). The missing
+bin (which also holds unseen categories) is one more category in the scan.
 """
 
 import numpy as np
@@ -13,6 +21,7 @@ from ._jit import inline, kernel
 # columns of the per-feature result array
 GAIN, BIN, MISSING_LEFT, LEFT_G, LEFT_H, LEFT_C = 0, 1, 2, 3, 4, 5
 N_SPLIT_COLUMNS = 6
+BITSET_WORDS = 8  # 256 bits: one per bin, the missing bin included
 
 
 @inline
@@ -35,95 +44,166 @@ def leaf_score(g, h, reg_lambda, reg_alpha):
     return t * t / den
 
 
+@inline
+def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda,
+                     reg_alpha, min_samples_leaf, min_child_weight, parent):
+    """Best threshold b in [first, stop): left = bins <= b plus the (gl, hl, cl) start."""
+    best = -np.inf
+    best_bin = -1
+    best_gl = 0.0
+    best_hl = 0.0
+    best_cl = 0.0
+    for b in range(first, stop):
+        if h[b, 2] == 0.0:
+            # an empty bin splits the rows exactly as the bin before it,
+            # with the same gain, which only a strictly greater one beats
+            continue
+        gl += h[b, 0]
+        hl += h[b, 1]
+        cl += h[b, 2]
+        if count - cl < min_samples_leaf:
+            break
+        if cl < min_samples_leaf:
+            continue
+        hr = sum_h - hl
+        if hl < min_child_weight or hr < min_child_weight:
+            continue
+        gain = (leaf_score(gl, hl, reg_lambda, reg_alpha)
+                + leaf_score(sum_g - gl, hr, reg_lambda, reg_alpha) - parent)
+        if gain > best:
+            best = gain
+            best_bin = b
+            best_gl = gl
+            best_hl = hl
+            best_cl = cl
+    return best, best_bin, best_gl, best_hl, best_cl
+
+
+@inline
+def _best_numerical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
+                    min_samples_leaf, min_child_weight, parent, out):
+    miss_c = h[missing_bin, 2]
+    # missing values right; with some present, "every value left" is a split too
+    last = nb - 1 if miss_c > 0 else nb - 2
+    best, b, gl, hl, cl = _scan_thresholds(
+        h, 0, last + 1, 0.0, 0.0, 0.0, sum_g, sum_h, count, reg_lambda, reg_alpha,
+        min_samples_leaf, min_child_weight, parent)
+    # without missing values in the node, unseen NaN follow the larger child
+    ml = 1 if (miss_c == 0 and cl >= count - cl) else 0
+    if miss_c > 0:  # missing values left
+        best2, b2, gl2, hl2, cl2 = _scan_thresholds(
+            h, 0, nb - 1, h[missing_bin, 0], h[missing_bin, 1], miss_c, sum_g, sum_h,
+            count, reg_lambda, reg_alpha, min_samples_leaf, min_child_weight, parent)
+        if best2 > best:
+            best, b, gl, hl, cl, ml = best2, b2, gl2, hl2, cl2, 1
+    out[GAIN] = best
+    out[BIN] = b
+    out[MISSING_LEFT] = ml
+    out[LEFT_G] = gl
+    out[LEFT_H] = hl
+    out[LEFT_C] = cl
+
+
+@inline
+def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
+                      min_samples_leaf, min_child_weight, parent, cat_l2, cat_smooth,
+                      max_cat_threshold, max_cat_to_onehot, out, bitset):
+    cats = np.empty(nb + 1, dtype=np.int64)
+    m = 0
+    for b in range(nb):
+        if h[b, 2] > 0:
+            cats[m] = b
+            m += 1
+    if h[missing_bin, 2] > 0:
+        cats[m] = missing_bin
+        m += 1
+    # LightGBM's convention: cat_l2 regularises the sorted scan only, whose
+    # many-category sets overfit; one category against the rest does not
+    lam = reg_lambda if m <= max_cat_to_onehot else reg_lambda + cat_l2
+    best = -np.inf
+    chosen = np.empty(0, dtype=np.int64)
+    best_gl = 0.0
+    best_hl = 0.0
+    best_cl = 0.0
+    if m <= max_cat_to_onehot:
+        order = np.arange(m)
+        n_dir = 1
+        max_k = 1 if m > 1 else 0
+    else:
+        ratio = np.empty(m)
+        for t in range(m):
+            ratio[t] = h[cats[t], 0] / (h[cats[t], 1] + cat_smooth)
+        order = np.argsort(ratio, kind="mergesort")
+        n_dir = 2
+        max_k = min(max_cat_threshold, m - 1)
+    for direction in range(n_dir):
+        gl = 0.0
+        hl = 0.0
+        cl = 0.0
+        for k in range(m if n_dir == 1 else max_k):
+            t = order[k] if direction == 0 else order[m - 1 - k]
+            c = cats[t]
+            if n_dir == 1:  # one category against the rest
+                gl = h[c, 0]
+                hl = h[c, 1]
+                cl = h[c, 2]
+            else:
+                gl += h[c, 0]
+                hl += h[c, 1]
+                cl += h[c, 2]
+            cr = count - cl
+            hr = sum_h - hl
+            if (cl < min_samples_leaf or cr < min_samples_leaf or hl < min_child_weight
+                    or hr < min_child_weight or max_k == 0):
+                continue
+            gain = (leaf_score(gl, hl, lam, reg_alpha)
+                    + leaf_score(sum_g - gl, hr, lam, reg_alpha) - parent)
+            if gain > best:
+                best = gain
+                best_gl = gl
+                best_hl = hl
+                best_cl = cl
+                if n_dir == 1:
+                    chosen = cats[t:t + 1]
+                elif direction == 0:
+                    chosen = cats[order[:k + 1]]
+                else:
+                    chosen = cats[order[m - 1 - k:]]
+    bitset[:] = 0
+    for c in chosen:
+        bitset[c >> 5] |= np.uint32(1 << (c & 31))
+    out[GAIN] = best
+    out[BIN] = -1
+    out[MISSING_LEFT] = (bitset[missing_bin >> 5] >> (missing_bin & 31)) & 1
+    out[LEFT_G] = best_gl
+    out[LEFT_H] = best_hl
+    out[LEFT_C] = best_cl
+
+
 @kernel
-def find_best_splits(hist, features, n_bins_non_missing, missing_bin,
-                     sum_g, sum_h, count, reg_lambda, reg_alpha,
-                     min_samples_leaf, min_child_weight, out):
-    """Best threshold (and side for missing values) of each listed feature."""
+def find_best_splits(hist, features, n_bins_non_missing, is_categorical, missing_bin,
+                     sum_g, sum_h, count, reg_lambda, reg_alpha, min_samples_leaf,
+                     min_child_weight, cat_l2, cat_smooth, max_cat_threshold,
+                     max_cat_to_onehot, out, out_bitset):
+    """Best split of each listed feature: threshold and missing side, or category set."""
     # hist: float64 (n_features, n_bins, 3)          # IN
     # features: int32 (n_used,)                       # IN, candidate features
     # n_bins_non_missing: int32 (n_features,)         # IN
+    # is_categorical: uint8 (n_features,)             # IN
     # out: float64 (n_used, N_SPLIT_COLUMNS)          # OUT, gain -inf if none
+    # out_bitset: uint32 (n_used, BITSET_WORDS)       # OUT, left categories
     # serial on purpose: a node's scan is a few thousand bins, far less work
     # than waking a thread pool for it
     parent = leaf_score(sum_g, sum_h, reg_lambda, reg_alpha)
     for k in range(features.shape[0]):
         f = features[k]
-        h = hist[f]
-        nb = n_bins_non_missing[f]
-        miss_g = h[missing_bin, 0]
-        miss_h = h[missing_bin, 1]
-        miss_c = h[missing_bin, 2]
-        best = -np.inf
-        best_bin = -1
-        best_ml = 0
-        best_gl = 0.0
-        best_hl = 0.0
-        best_cl = 0.0
-        # pass 1: missing values go right. With missing values present the
-        # last threshold (every value left, missing right) is a split too.
-        last = nb - 1 if miss_c > 0 else nb - 2
-        gl = 0.0
-        hl = 0.0
-        cl = 0.0
-        for b in range(last + 1):
-            if h[b, 2] == 0.0:
-                # an empty bin splits the rows exactly as the bin before it,
-                # with the same gain, which only a strictly greater one beats
-                continue
-            gl += h[b, 0]
-            hl += h[b, 1]
-            cl += h[b, 2]
-            cr = count - cl
-            if cr < min_samples_leaf:
-                break
-            if cl < min_samples_leaf:
-                continue
-            hr = sum_h - hl
-            if hl < min_child_weight or hr < min_child_weight:
-                continue
-            gain = (leaf_score(gl, hl, reg_lambda, reg_alpha)
-                    + leaf_score(sum_g - gl, hr, reg_lambda, reg_alpha) - parent)
-            if gain > best:
-                best = gain
-                best_bin = b
-                # without missing values in the node, unseen NaN at predict
-                # time follow the larger child
-                best_ml = 1 if (miss_c == 0 and cl >= cr) else 0
-                best_gl = gl
-                best_hl = hl
-                best_cl = cl
-        # pass 2: missing values go left
-        if miss_c > 0:
-            gl = miss_g
-            hl = miss_h
-            cl = miss_c
-            for b in range(nb - 1):
-                if h[b, 2] == 0.0:
-                    continue
-                gl += h[b, 0]
-                hl += h[b, 1]
-                cl += h[b, 2]
-                cr = count - cl
-                if cr < min_samples_leaf:
-                    break
-                if cl < min_samples_leaf:
-                    continue
-                hr = sum_h - hl
-                if hl < min_child_weight or hr < min_child_weight:
-                    continue
-                gain = (leaf_score(gl, hl, reg_lambda, reg_alpha)
-                        + leaf_score(sum_g - gl, hr, reg_lambda, reg_alpha) - parent)
-                if gain > best:
-                    best = gain
-                    best_bin = b
-                    best_ml = 1
-                    best_gl = gl
-                    best_hl = hl
-                    best_cl = cl
-        out[k, GAIN] = best
-        out[k, BIN] = best_bin
-        out[k, MISSING_LEFT] = best_ml
-        out[k, LEFT_G] = best_gl
-        out[k, LEFT_H] = best_hl
-        out[k, LEFT_C] = best_cl
+        if is_categorical[f]:
+            _best_categorical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h,
+                              count, reg_lambda, reg_alpha, min_samples_leaf,
+                              min_child_weight, parent, cat_l2, cat_smooth,
+                              max_cat_threshold, max_cat_to_onehot, out[k], out_bitset[k])
+        else:
+            out_bitset[k, :] = 0
+            _best_numerical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h, count,
+                            reg_lambda, reg_alpha, min_samples_leaf, min_child_weight, parent,
+                            out[k])

@@ -1,0 +1,109 @@
+"""Input data as users hold it: pandas frames and the categorical-feature mask.
+
+A DataFrame becomes a float64 matrix: numeric, boolean and nullable columns
+as numbers (missing as NaN), ``category`` columns as their category codes.
+The codes refer to the categories seen in training, which the estimator
+keeps, so a frame at predict time is coded against the same list: an
+unseen category becomes NaN and goes where missing values go.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._dtypes import X_DTYPE
+
+
+def is_frame(X) -> bool:
+    """Whether X is a pandas DataFrame (checked without importing pandas)."""
+    return type(X).__module__.split(".")[0] == "pandas" and hasattr(X, "dtypes")
+
+
+def _is_category(dtype) -> bool:
+    return getattr(dtype, "name", None) == "category"
+
+
+def frame_to_array(frame, categories: dict | None = None):
+    """Convert a DataFrame to a float64 C-ordered matrix.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Numeric, boolean, nullable and ``category`` columns.
+    categories : dict of {int: list}, default=None
+        Categories of each ``category`` column seen in training, by column
+        position. None when fitting: they are read from the frame.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        The matrix; categorical columns hold category codes.
+    categories : dict of {int: list}
+        The categories the codes refer to.
+    """
+    import pandas as pd
+
+    fitting = categories is None
+    categories = {} if fitting else categories
+    X = np.empty(frame.shape, dtype=X_DTYPE)
+    for j, (name, col) in enumerate(frame.items()):
+        if fitting and _is_category(col.dtype):
+            categories[j] = col.cat.categories.tolist()
+        if j in categories:
+            # look values up in the training table: unseen and missing give -1
+            codes = pd.Index(categories[j]).get_indexer(col.to_numpy(dtype=object))
+            X[:, j] = np.where(codes < 0, np.nan, codes)
+        elif _is_category(col.dtype):
+            raise ValueError(f"column {name!r} is categorical but was not in training")
+        elif col.dtype.kind in "biuf" or hasattr(col.dtype, "numpy_dtype"):
+            X[:, j] = col.to_numpy(dtype=X_DTYPE, na_value=np.nan)
+        else:
+            raise TypeError(f"column {name!r} has dtype {col.dtype}: convert it to numbers "
+                            "or to the 'category' dtype")
+    return X, categories
+
+
+def categorical_mask(spec, n_features: int, feature_names, category_columns) -> np.ndarray:
+    """Resolve ``categorical_features`` to a boolean mask of shape (n_features,).
+
+    Parameters
+    ----------
+    spec : {"from_dtype"}, None, or array-like of int, str or bool
+        The estimator parameter.
+    n_features : int
+        Number of features.
+    feature_names : ndarray of str or None
+        Column names of the training data, for names in ``spec``.
+    category_columns : iterable of int
+        Positions of the pandas ``category`` columns ("from_dtype").
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    mask = np.zeros(n_features, dtype=bool)
+    if spec is None:
+        return mask
+    if isinstance(spec, str):  # "from_dtype", checked by the parameter table
+        mask[list(category_columns)] = True
+        return mask
+    items = list(spec)
+    if items and all(isinstance(v, (bool, np.bool_)) for v in items):
+        if len(items) != n_features:
+            raise ValueError(f"categorical_features has {len(items)} booleans but X has "
+                             f"{n_features} features")
+        return np.asarray(items, dtype=bool)
+    for v in items:
+        if isinstance(v, str):
+            if feature_names is None or v not in list(feature_names):
+                raise ValueError(f"categorical_features names {v!r}, which is not a column "
+                                 "of X")
+            mask[list(feature_names).index(v)] = True
+        elif isinstance(v, numbers.Integral) and -n_features <= v < n_features:
+            mask[v] = True
+        else:
+            raise ValueError(f"categorical_features has index {v!r} out of range for "
+                             f"{n_features} features")
+    return mask

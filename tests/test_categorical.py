@@ -1,0 +1,166 @@
+"""Native categorical features, pandas input and class weights (issue 3)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from treeboost import TreeBoostClassifier, TreeBoostRegressor, load_model
+
+
+def left_categories(tree, node=0):
+    bits = np.unpackbits(tree.cat_bitset[node].view(np.uint8), bitorder="little")
+    return set(np.flatnonzero(bits).tolist())
+
+
+@pytest.fixture(scope="module")
+def set_signal():
+    # the target is "the category is in GOOD": one categorical split can
+    # recover it, while thresholds on the codes need many splits
+    rng = np.random.default_rng(0)
+    cat = rng.integers(0, 30, 4000)
+    good = [1, 5, 7, 11, 13, 20, 29]
+    y = np.isin(cat, good).astype(int)
+    X = np.column_stack([cat, rng.normal(size=cat.size)]).astype(float)
+    return X, y, good
+
+
+def test_one_split_recovers_a_set_of_categories(set_signal):
+    X, y, good = set_signal
+    model = TreeBoostClassifier(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2,
+                                categorical_features=[0]).fit(X, y)
+    tree = model.booster_.trees[0][0]
+    assert tree.is_categorical[0] == 1
+    assert tree.feature[0] == 0
+    # bins are the categories' positions in the sorted table, here the values
+    found = left_categories(tree)
+    assert found == set(good) or found == set(range(30)) - set(good)
+    assert model.score(X, y) == 1.0
+
+
+def test_numeric_codes_need_more_splits(set_signal):
+    X, y, _ = set_signal
+    native = TreeBoostClassifier(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2,
+                                 categorical_features=[0]).fit(X, y)
+    codes = TreeBoostClassifier(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2,
+                                categorical_features=None).fit(X, y)
+    assert native.score(X, y) > codes.score(X, y)
+
+
+def test_few_categories_split_one_against_the_rest():
+    rng = np.random.default_rng(1)
+    cat = rng.integers(0, 4, 2000).astype(float)  # 4 <= max_cat_to_onehot
+    y = (cat == 2) * 3.0 + rng.normal(scale=0.1, size=cat.size)
+    model = TreeBoostRegressor(n_estimators=1, max_leaf_nodes=2,
+                               categorical_features=[0]).fit(cat[:, None], y)
+    assert len(left_categories(model.booster_.trees[0][0])) == 1
+
+
+@pytest.mark.parametrize("spec", [[0], ["c"], [True, False], "from_dtype"])
+def test_categorical_feature_specifications(spec):
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"c": pd.Categorical(rng.choice(list("abcdef"), 600)),
+                          "x": rng.normal(size=600)})
+    y = frame.c.isin(["b", "e"]).to_numpy().astype(int)
+    model = TreeBoostClassifier(n_estimators=5, categorical_features=spec).fit(frame, y)
+    assert model.is_categorical_.tolist() == [True, False]
+    assert model.score(frame, y) == 1.0
+
+
+def test_bad_categorical_specifications():
+    X = np.random.default_rng(3).normal(size=(50, 2))
+    y = np.arange(50) % 2
+    with pytest.raises(ValueError, match="out of range"):
+        TreeBoostClassifier(categorical_features=[5]).fit(X, y)
+    with pytest.raises(ValueError, match="not a column"):
+        TreeBoostClassifier(categorical_features=["nope"]).fit(X, y)
+    with pytest.raises(ValueError, match="3 booleans"):
+        TreeBoostClassifier(categorical_features=[True, False, True]).fit(X, y)
+    with pytest.raises(ValueError, match="categorical_features="):
+        TreeBoostClassifier(categorical_features="all").fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def frame_model(tmp_path_factory):
+    rng = np.random.default_rng(4)
+    n = 1500
+    frame = pd.DataFrame({
+        "color": pd.Categorical(rng.choice(["red", "green", "blue", "black", "white",
+                                            "grey"], n)),
+        "size": rng.normal(size=n),
+        "flag": rng.random(n) < 0.5,
+        "count": pd.array(rng.integers(0, 5, n), dtype="Int64"),
+    })
+    frame.loc[rng.random(n) < 0.1, "color"] = None
+    frame.loc[rng.random(n) < 0.1, "count"] = pd.NA
+    y = (frame.color.isin(["red", "blue", "white"]).to_numpy() ^ (frame["size"] > 1)).astype(int)
+    model = TreeBoostClassifier(n_estimators=30, random_state=0).fit(frame, y)
+    path = tmp_path_factory.mktemp("m") / "model.json"
+    model.save_model(path)
+    return frame, y, model, load_model(path)
+
+
+def test_frame_round_trip_is_bit_identical(frame_model):
+    frame, y, model, loaded = frame_model
+    assert model.score(frame, y) > 0.95
+    np.testing.assert_array_equal(model.predict_proba(frame), loaded.predict_proba(frame))
+    assert loaded.pandas_categories_ == model.pandas_categories_
+    assert list(loaded.feature_names_in_) == ["color", "size", "flag", "count"]
+
+
+def test_frame_columns_are_checked(frame_model):
+    frame, _, model, loaded = frame_model
+    for bad in (frame[["size", "color", "flag", "count"]],
+                frame.rename(columns={"size": "length"}),
+                frame.drop(columns="flag")):
+        for m in (model, loaded):
+            with pytest.raises(ValueError, match="feature names"):
+                m.predict(bad)
+
+
+def test_unseen_categories_go_with_missing_values(frame_model):
+    frame, _, model, _ = frame_model
+    unseen = frame.head(20).copy()
+    unseen["color"] = pd.Categorical(["purple"] * 20)
+    missing = frame.head(20).copy()
+    missing["color"] = pd.Categorical([None] * 20, categories=["red"])
+    np.testing.assert_array_equal(model.predict_proba(unseen), model.predict_proba(missing))
+    # category codes follow the training table, not the frame's own order
+    shuffled = frame.copy()
+    shuffled["color"] = shuffled.color.cat.reorder_categories(
+        shuffled.color.cat.categories[::-1])
+    np.testing.assert_array_equal(model.predict_proba(frame), model.predict_proba(shuffled))
+
+
+def test_object_columns_are_refused():
+    frame = pd.DataFrame({"s": ["a", "b"] * 20, "x": np.arange(40.0)})
+    with pytest.raises(TypeError, match="'s' has dtype"):
+        TreeBoostClassifier().fit(frame, np.arange(40) % 2)
+
+
+def test_class_weight_balanced_equals_sample_weight():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 1).astype(int)  # about 16 % positives
+    counts = np.bincount(y)
+    w = (y.size / (2 * counts))[y]
+    a = TreeBoostClassifier(n_estimators=10, class_weight="balanced").fit(X, y)
+    b = TreeBoostClassifier(n_estimators=10).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    c = TreeBoostClassifier(n_estimators=10, class_weight={0: 1.0, 1: 5.0}).fit(X, y)
+    d = TreeBoostClassifier(n_estimators=10).fit(X, y, sample_weight=np.where(y, 5.0, 1.0))
+    np.testing.assert_array_equal(c.predict_proba(X), d.predict_proba(X))
+
+
+def test_very_rare_class_does_not_blow_up():
+    # two rows of class 2 in 2,000: with F0 = log priors its hessians are
+    # ~1e-3 and an uncapped Newton leaf step is in the hundreds, which
+    # oscillates; max_delta_step bounds each leaf (before shrinkage)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(2000, 4))
+    y = (X[:, 0] > 0).astype(int)
+    y[:2] = 2
+    X[:2, 1] = 5.0
+    model = TreeBoostClassifier(min_samples_leaf=2, random_state=0).fit(X, y)
+    leaves = [t.value[t.left < 0] for stage in model.booster_.trees for t in stage]
+    assert max(np.abs(v).max() for v in leaves) <= 10.0 * 0.1 + 1e-12
+    assert model.score(X, y) > 0.95
