@@ -1,7 +1,10 @@
-"""Input data as users hold it: pandas frames and the categorical-feature mask.
+"""Input data as users hold it: data frames and the categorical-feature mask.
 
-A DataFrame becomes a float64 matrix: numeric, boolean and nullable columns
-as numbers (missing as NaN), ``category`` columns as their category codes.
+pandas DataFrames (NumPy- or Arrow-backed columns), polars DataFrames and
+pyarrow Tables are read as pandas frames; a frame becomes a float64 matrix:
+numeric, boolean and nullable columns as numbers (missing as NaN),
+categorical columns (``category``, Arrow dictionary, polars Categorical and
+Enum) as their category codes.
 The codes refer to the categories seen in training, which the estimator
 keeps, so a frame at predict time is coded against the same list: an
 unseen category becomes NaN and goes where missing values go.
@@ -16,13 +19,34 @@ import numpy as np
 from ._dtypes import X_DTYPE
 
 
-def is_frame(X) -> bool:
-    """Whether X is a pandas DataFrame (checked without importing pandas)."""
-    return type(X).__module__.split(".")[0] == "pandas" and hasattr(X, "dtypes")
+def as_pandas(X):
+    """X as a pandas DataFrame if it is a data frame or table, else None.
+
+    polars frames and pyarrow tables are converted with Arrow-backed columns,
+    which keep their nulls and dictionary (categorical) types.
+    """
+    root = type(X).__module__.split(".")[0]
+    if root == "pandas" and hasattr(X, "dtypes"):
+        return X
+    if root == "polars" and hasattr(X, "to_pandas"):
+        return X.to_pandas(use_pyarrow_extension_array=True)
+    if root == "pyarrow" and hasattr(X, "schema") and hasattr(X, "to_pandas"):
+        import pandas as pd
+
+        return X.to_pandas(types_mapper=pd.ArrowDtype)
+    return None
 
 
 def _is_category(dtype) -> bool:
-    return getattr(dtype, "name", None) == "category"
+    """pandas ``category`` or an Arrow dictionary column."""
+    return getattr(dtype, "name", None) == "category" or str(dtype).startswith("dictionary<")
+
+
+def _categories_of(col) -> list:
+    if getattr(col.dtype, "name", None) == "category":
+        return col.cat.categories.tolist()
+    # Arrow dictionary column: its distinct values, sorted like pandas orders them
+    return sorted(col.dropna().unique().tolist())
 
 
 def frame_to_array(frame, categories: dict | None = None):
@@ -50,7 +74,7 @@ def frame_to_array(frame, categories: dict | None = None):
     X = np.empty(frame.shape, dtype=X_DTYPE)
     for j, (name, col) in enumerate(frame.items()):
         if fitting and _is_category(col.dtype):
-            categories[j] = col.cat.categories.tolist()
+            categories[j] = _categories_of(col)
         if j in categories:
             # look values up in the training table: unseen and missing give -1
             codes = pd.Index(categories[j]).get_indexer(col.to_numpy(dtype=object))

@@ -28,7 +28,7 @@ from ._threads import threads
 from .binning import BinMapper
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
-from .dataset import categorical_mask, frame_to_array, is_frame
+from .dataset import as_pandas, categorical_mask, frame_to_array
 from .grower import GrowerParams
 from .losses import get_loss
 from .metrics import get_metric
@@ -87,10 +87,11 @@ class _TreeBoostBase(BaseEstimator):
     def _check_training_data(self, X, y, sample_weight):
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
                       y_numeric=self._scope == "regressor", ensure_min_samples=2)
-        if is_frame(X):
+        frame = as_pandas(X)
+        if frame is not None:
             # names and width from the frame, values from its numeric matrix
-            validate_data(self, X, reset=True, skip_check_array=True)
-            X, self.pandas_categories_ = frame_to_array(X)
+            validate_data(self, frame, reset=True, skip_check_array=True)
+            X, self.pandas_categories_ = frame_to_array(frame)
             X, y = check_X_y(X, y, estimator=self, **checks)
         else:
             X, y = validate_data(self, X, y, **checks)
@@ -190,9 +191,10 @@ class _TreeBoostBase(BaseEstimator):
     def _validate_X(self, X):
         """Check X against the training data's features; return its float matrix."""
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan")
-        if is_frame(X):
-            validate_data(self, X, reset=False, skip_check_array=True)
-            X, _ = frame_to_array(X, self.pandas_categories_)
+        frame = as_pandas(X)
+        if frame is not None:
+            validate_data(self, frame, reset=False, skip_check_array=True)
+            X, _ = frame_to_array(frame, self.pandas_categories_)
             return check_array(X, estimator=self, **checks)
         return validate_data(self, X, reset=False, **checks)
 
