@@ -69,6 +69,8 @@ def test_bad_targets_and_shapes(reg_data, clf_data):
     with pytest.raises(ValueError, match="infinity"):
         TreeBoostRegressor().fit(np.where(X > 2, np.inf, X), y)
     Xc, yc = clf_data
+    with pytest.raises(ValueError, match="missing class labels"):
+        TreeBoostClassifier().fit(Xc, np.where(yc == 1, "a", None))
     with pytest.raises(ValueError, match="at least 2 classes"):
         TreeBoostClassifier().fit(Xc, np.zeros_like(yc))
     with pytest.raises(ValueError, match="(?i)negative"):

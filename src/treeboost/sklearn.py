@@ -389,6 +389,9 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         return sample_weight * compute_sample_weight(self.class_weight, y)
 
     def _encode_target(self, y):
+        y = np.asarray(y)
+        if y.dtype.kind == "O" and any(v is None or v != v for v in y.tolist()):
+            raise ValueError("y contains missing class labels (None or NaN)")
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
