@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ._dtypes import MISSING_BIN, X_BINNED_DTYPE, X_DTYPE, readonly
+from ._dtypes import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE, readonly
 from ._kernels.binning import map_to_bins
 
 #: rows sampled to compute quantile edges (LightGBM samples 200,000 as well)
@@ -89,7 +89,7 @@ class BinMapper:
         Whether the feature had missing values in the data seen by ``fit``.
     """
 
-    def __init__(self, max_bins: int = 255, subsample: int = BIN_SUBSAMPLE,
+    def __init__(self, max_bins: int = MAX_BINS, subsample: int = BIN_SUBSAMPLE,
                  random_state=None, is_categorical=None):
         self.max_bins = max_bins
         self.subsample = subsample

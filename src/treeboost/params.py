@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._dtypes import MAX_BINS
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
 from .metrics import METRICS
 
@@ -121,8 +122,8 @@ PARAMS = [
     Param("max_delta_step", "float", 10.0, "Cap on |leaf value| (log-odds) before "
           "shrinkage: a Newton step on near-zero hessians (a very rare class) is otherwise "
           "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier"),
-    Param("max_bins", "int", 255, "Maximum bins of non-missing values per feature.",
-          low=2, high=255),
+    Param("max_bins", "int", MAX_BINS, "Maximum bins of non-missing values per feature.",
+          low=2, high=MAX_BINS),
     Param("subsample", "float", 1.0, "Fraction of rows drawn without replacement per stage.",
           low=0.0, high=1.0, closed="right"),
     Param("colsample_bytree", "float", 1.0, "Fraction of features drawn per tree.",

@@ -33,6 +33,15 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, alpha: float) -> 
     return 0.5 * (float(v[lo]) + float(v[hi]))
 
 
+def argmin_constant(objective, lo: float, hi: float) -> float:
+    """argmin of ``objective(c)`` over [lo, hi] by bounded Brent's method."""
+    from scipy.optimize import minimize_scalar  # imported on use: slow to import
+
+    res = minimize_scalar(objective, bounds=(lo, hi), method="bounded",
+                          options={"xatol": 1e-10})
+    return float(res.x)
+
+
 def newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha):
     """-T(G) / (H + lambda), T the L1 soft-threshold (XGBoost eq. 5)."""
     g = np.asarray(sum_g, dtype=np.float64)
@@ -88,15 +97,11 @@ class Loss:
 
     def _numeric_init(self, y, sample_weight) -> float:
         """argmin_c sum w L(y, c) by Brent's method, bracketed around the targets."""
-        from scipy.optimize import minimize_scalar  # imported on use: slow to import
-
         def objective(c):
             return self(y, np.full((1, y.size), c), sample_weight)
 
         lo, hi = float(np.min(y)), float(np.max(y))
-        res = minimize_scalar(objective, bounds=(lo, hi) if hi > lo else (lo - 1, lo + 1),
-                              method="bounded", options={"xatol": 1e-10})
-        return float(res.x)
+        return argmin_constant(objective, *((lo, hi) if hi > lo else (lo - 1, lo + 1)))
 
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """Fill ``gradient`` and ``hessian`` (float32, like ``raw``); return a stage context."""

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._dtypes import SUM_DTYPE
 from .._kernels import losses as k
-from .base import Loss, weighted_quantile
+from .base import Loss, argmin_constant, weighted_quantile
 
 
 def _exact_leaves(quantile_fn, y, raw, sample_weight, sample_indices, leaf_starts,
@@ -128,19 +128,13 @@ class Huber(Loss):
         """argmin_c of the Huber loss with delta set from |y - median(y)|."""
         med = weighted_quantile(y, sample_weight, 0.5)
         delta = weighted_quantile(np.abs(y - med), sample_weight, self.alpha)
-        from scipy.optimize import minimize_scalar
 
         def objective(c):
-            d = np.abs(y - c)
-            return np.average(np.where(d <= delta, 0.5 * d**2, delta * (d - 0.5 * delta)),
+            return np.average(self.pointwise(y, np.full((1, y.size), c), delta),
                               weights=sample_weight)
 
         lo, hi = float(y.min()), float(y.max())
-        if hi <= lo:
-            return np.array([lo])
-        res = minimize_scalar(objective, bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-10})
-        return np.array([float(res.x)])
+        return np.array([lo if hi <= lo else argmin_constant(objective, lo, hi)])
 
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """g = clip(F - y, -delta, delta), h = 1; returns delta."""
