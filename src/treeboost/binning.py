@@ -13,48 +13,135 @@ is the same as the raw threshold "x <= edges[b]".
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 
 from ._dtypes import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE, readonly
 from ._kernels.binning import map_to_bins
+from ._kernels.sparse import bin_sparse_columns
 
 #: rows sampled to compute quantile edges (LightGBM samples 200,000 as well)
 BIN_SUBSAMPLE = 200_000
 
 
-def _category_table(values: np.ndarray, max_bins: int) -> np.ndarray:
+def _category_table(distinct: np.ndarray, counts: np.ndarray, max_bins: int) -> np.ndarray:
     """Sorted categories of one feature; beyond ``max_bins`` the most frequent ones.
 
+    ``distinct`` are the feature's sorted values and ``counts`` their counts.
     The categories left out share the missing bin with NaN and unseen values.
     """
-    categories, counts = np.unique(values.astype(X_DTYPE, copy=False), return_counts=True)
-    if categories.size > max_bins:
+    if distinct.size > max_bins:
         # stable sort on -count: among equal counts the smaller category wins
         keep = np.sort(np.argsort(-counts, kind="stable")[:max_bins])
-        categories = categories[keep]
-    return categories
+        distinct = distinct[keep]
+    return distinct
 
 
-def _feature_edges(values: np.ndarray, max_bins: int) -> np.ndarray:
-    """Upper bin edges of one feature (NaN already removed)."""
-    if values.size == 0:
+def _feature_edges(distinct: np.ndarray, counts: np.ndarray, max_bins: int) -> np.ndarray:
+    """Upper bin edges of one feature from its sorted distinct values and their counts.
+
+    Midpoints between distinct values when there are at most ``max_bins``,
+    else the quantiles ``np.percentile(values, q, method="midpoint")`` of the
+    values repeated by their counts, computed from the counts alone (sparse
+    columns give their zeros as one count, never as an array).
+    """
+    if distinct.size == 0:
         return np.empty(0, dtype=X_DTYPE)
-    # float64 midpoints even for float32 input: a float32 midpoint of two
-    # neighbouring values could round onto one of them
-    values = values.astype(X_DTYPE, copy=False)
-    distinct = np.unique(values)
     if distinct.size <= max_bins:
+        # float64 midpoints even for float32 input: a float32 midpoint of two
+        # neighbouring values could round onto one of them
         edges = distinct[:-1] + distinct[1:]
         edges *= 0.5
         return edges
-    percentiles = np.linspace(0, 100, max_bins + 1)[1:-1]
-    edges = np.percentile(values, percentiles, method="midpoint")
+    n = int(counts.sum())
+    # NumPy's "midpoint" rule: the order statistics floor((n-1)q) and
+    # ceil((n-1)q), averaged as b - (b - a) / 2 when they differ
+    position = (n - 1) * (np.linspace(0, 100, max_bins + 1)[1:-1] / 100)
+    lower = np.floor(position)
+    upper_rank = np.minimum(lower + 1, n - 1)
+    ends = np.cumsum(counts)
+    a = distinct[np.searchsorted(ends, lower, side="right")]
+    b = distinct[np.searchsorted(ends, upper_rank, side="right")]
+    edges = np.where(position == lower, a, b - (b - a) * 0.5)
     # ties in the data make equal quantiles; keep each edge once, and make
     # sure no edge equals the maximum (the last bin must not be empty)
     edges = np.unique(edges)
     return edges[edges < distinct[-1]]
+
+
+def _value_counts(values: np.ndarray, n_zeros: int = 0):
+    """Sorted distinct values (float64) and their counts, plus ``n_zeros`` zeros."""
+    distinct, counts = np.unique(values.astype(X_DTYPE, copy=False), return_counts=True)
+    if n_zeros:
+        at = int(np.searchsorted(distinct, 0.0))
+        if at < distinct.size and distinct[at] == 0.0:
+            counts[at] += n_zeros
+        else:
+            distinct = np.insert(distinct, at, 0.0)
+            counts = np.insert(counts, at, n_zeros)
+    return distinct, counts
+
+
+@dataclass
+class SparseBinned:
+    """Binned sparse data, per feature (CSC), zero-bin entries left out.
+
+    For feature f the rows ``rows[col_ptr[f]:col_ptr[f+1]]`` (ascending) have
+    bins ``bins[col_ptr[f]:col_ptr[f+1]]``; every other row is in bin
+    ``zero_bin[f]``, the bin of the value 0.
+    """
+
+    col_ptr: np.ndarray  # int64 (n_features + 1,)
+    rows: np.ndarray  # uint32 (n_stored,)
+    bins: np.ndarray  # uint8 (n_stored,)
+    zero_bin: np.ndarray  # uint8 (n_features,)
+    n_samples: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n_features, n_samples), like dense binned data."""
+        return self.zero_bin.size, self.n_samples
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays."""
+        return sum(a.nbytes for a in (self.col_ptr, self.rows, self.bins, self.zero_bin))
+
+    def column(self, feature: int, out: np.ndarray) -> np.ndarray:
+        """Write the bins of every row for one feature into ``out`` (uint8, n_samples)."""
+        out.fill(self.zero_bin[feature])
+        start, stop = self.col_ptr[feature], self.col_ptr[feature + 1]
+        out[self.rows[start:stop]] = self.bins[start:stop]
+        return out
+
+
+def canonical_sparse(X, fmt: str):
+    """``X`` as a canonical CSR or CSC matrix with int32 indices and int64 indptr.
+
+    Canonical (sorted indices, no duplicates) is what the kernels' binary
+    searches rely on; the caller's matrix is never modified in place.
+    """
+    copied = X.format != fmt
+    X = X.asformat(fmt)
+    if not X.has_canonical_format:
+        if not copied:
+            X = X.copy()
+            copied = True
+        X.sum_duplicates()
+    if X.shape[0] >= 2**31 or X.shape[1] >= 2**31:
+        raise ValueError(f"sparse input of shape {X.shape} is too large (2**31 rows or "
+                         "columns at most)")
+    indices = X.indices.astype(np.int32, copy=False)
+    indptr = X.indptr.astype(np.int64, copy=False)
+    cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
+    out = cls((X.data, indices, indptr), shape=X.shape, copy=False)
+    # scipy may downcast the index arrays it is given; put ours back
+    out.indices, out.indptr = indices, indptr
+    out.has_canonical_format = True
+    return out
 
 
 class BinMapper:
@@ -96,31 +183,27 @@ class BinMapper:
         self.random_state = random_state
         self.is_categorical = is_categorical
 
-    def fit(self, X: np.ndarray) -> BinMapper:
-        """Learn the bin edges of every column of ``X`` (float64, NaN allowed)."""
+    def fit(self, X) -> BinMapper:
+        """Learn the bin edges of every column of ``X``.
+
+        ``X`` is float64 or float32 with NaN for missing values, or a SciPy
+        sparse matrix (its zeros are counted, never materialised).
+        """
         n_samples, n_features = X.shape
         categorical = (np.zeros(n_features, dtype=bool) if self.is_categorical is None
                        else np.asarray(self.is_categorical, dtype=bool))
         self.is_categorical_ = categorical.astype(np.uint8)
-        X_all = X
         rng = np.random.default_rng(self.random_state)
+        sample = None
         if n_samples > self.subsample:
-            rows = np.sort(rng.choice(n_samples, self.subsample, replace=False))
-            X = X[rows]
-        n_slots = self.max_bins
-        self.bin_edges_ = np.full((n_features, n_slots), np.inf, dtype=X_DTYPE)
+            sample = np.sort(rng.choice(n_samples, self.subsample, replace=False))
+        if sp.issparse(X):
+            fit_feature = self._sparse_feature_fitter(X, categorical, sample)
+        else:
+            fit_feature = self._dense_feature_fitter(X, categorical, sample)
+        self.bin_edges_ = np.full((n_features, self.max_bins), np.inf, dtype=X_DTYPE)
         self.n_edges_ = np.zeros(n_features, dtype=np.int32)
         self.has_missing_ = np.zeros(n_features, dtype=bool)
-
-        def fit_feature(f):
-            col = X_all[:, f] if categorical[f] else X[:, f]
-            nan = np.isnan(col)
-            has_missing = bool(nan.any())
-            values = col[~nan] if has_missing else col
-            if categorical[f]:
-                return has_missing, _category_table(values, self.max_bins)
-            return has_missing, _feature_edges(values, self.max_bins)
-
         # NumPy's sorts release the GIL, so features are binned in parallel
         # threads; each feature's edges do not depend on the others
         with ThreadPoolExecutor(max(1, numba.get_num_threads())) as pool:
@@ -133,17 +216,75 @@ class BinMapper:
                                             self.n_edges_ + 1).astype(np.int32)
         return self
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        """Return the binned data, feature-major: ``uint8`` of shape (n_features, n_samples).
+    def _edges(self, values: np.ndarray, categorical: bool, n_zeros: int = 0):
+        """(has_missing, edges) of one feature's values (+ ``n_zeros`` implicit zeros)."""
+        nan = np.isnan(values)
+        has_missing = bool(nan.any())
+        distinct, counts = _value_counts(values[~nan] if has_missing else values, n_zeros)
+        if categorical:
+            return has_missing, _category_table(distinct, counts, self.max_bins)
+        return has_missing, _feature_edges(distinct, counts, self.max_bins)
 
-        Feature-major C order makes each feature's bins contiguous, and its
+    def _dense_feature_fitter(self, X, categorical, sample):
+        X_sample = X if sample is None else X[sample]
+
+        def fit_feature(f):
+            # categories are read from every row so that rare ones keep a bin
+            return self._edges(X[:, f] if categorical[f] else X_sample[:, f], categorical[f])
+
+        return fit_feature
+
+    def _sparse_feature_fitter(self, X, categorical, sample):
+        X = canonical_sparse(X, "csc")
+        n_samples = X.shape[0]
+        in_sample = None
+        if sample is not None:
+            in_sample = np.zeros(n_samples, dtype=bool)
+            in_sample[sample] = True
+
+        def fit_feature(f):
+            start, stop = X.indptr[f], X.indptr[f + 1]
+            values = X.data[start:stop]
+            n_rows = n_samples
+            if in_sample is not None and not categorical[f]:
+                # the rows of the dense subsample, so sparse and dense bins agree
+                values = values[in_sample[X.indices[start:stop]]]
+                n_rows = sample.size
+            return self._edges(values, categorical[f], n_zeros=n_rows - values.size)
+
+        return fit_feature
+
+    def transform(self, X):
+        """Return the binned data.
+
+        Dense ``X`` gives ``uint8`` of shape (n_features, n_samples),
+        feature-major: C order makes each feature's bins contiguous, and its
         Numba type is the same whatever the shape (an (n, 1) array would be
-        both C- and F-contiguous and compile the kernels twice).
+        both C- and F-contiguous and compile the kernels twice). A SciPy
+        sparse ``X`` gives a ``SparseBinned`` of the same shape.
         """
+        if sp.issparse(X):
+            return self._transform_sparse(X)
         X_binned = np.empty((X.shape[1], X.shape[0]), dtype=X_BINNED_DTYPE)
         map_to_bins(readonly(X), self.bin_edges_, self.n_edges_, self.is_categorical_,
                     MISSING_BIN, X_binned)
         return X_binned
+
+    def _transform_sparse(self, X) -> SparseBinned:
+        X = canonical_sparse(X, "csc")
+        n_features = X.shape[1]
+        zero_bin = self.transform(np.zeros((1, n_features), dtype=X_DTYPE))[:, 0].copy()
+        col_ptr = np.zeros(n_features + 1, dtype=np.int64)
+        args = (readonly(X.indptr), readonly(X.indices), readonly(X.data), self.bin_edges_,
+                self.n_edges_, self.is_categorical_, MISSING_BIN, readonly(zero_bin), col_ptr)
+        # two passes: count the entries kept per feature, then fill at offsets
+        bin_sparse_columns(*args, np.empty(0, dtype=np.uint32),
+                           np.empty(0, dtype=X_BINNED_DTYPE), True)
+        np.cumsum(col_ptr, out=col_ptr)
+        rows = np.empty(int(col_ptr[-1]), dtype=np.uint32)
+        bins = np.empty(int(col_ptr[-1]), dtype=X_BINNED_DTYPE)
+        bin_sparse_columns(*args, rows, bins, False)
+        return SparseBinned(col_ptr, rows, bins, zero_bin, X.shape[0])
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:
         """``fit`` then ``transform``."""

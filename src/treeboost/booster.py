@@ -15,7 +15,8 @@ import numpy as np
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
-from .binning import BinMapper
+from ._kernels.sparse import predict_binned_sparse
+from .binning import BinMapper, SparseBinned
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
 from .metrics import Metric
@@ -170,7 +171,7 @@ class Booster:
         return self._packed[key]
 
     def predict_raw(self, X: np.ndarray, n_stages: int | None = None) -> np.ndarray:
-        """Raw scores F(x) of shape (n_samples, n_outputs), X float64 C-ordered."""
+        """Raw scores F(x) of shape (n_samples, n_outputs); X C-ordered float or CSR."""
         stop = len(self.trees) if n_stages is None else min(n_stages, len(self.trees))
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
         return self._packed_trees(0, stop).add_raw(X, out)
@@ -202,6 +203,12 @@ def _complement(rows: np.ndarray, n: int) -> np.ndarray:
 
 def _add_tree_binned(tree: Tree, X_binned: np.ndarray, rows: np.ndarray, raw_k: np.ndarray):
     """raw_k[rows] += tree(x) on binned rows (rows outside the stage's sample, eval sets)."""
+    if isinstance(X_binned, SparseBinned):
+        predict_binned_sparse(X_binned.col_ptr, X_binned.rows, X_binned.bins,
+                              X_binned.zero_bin, tree.feature, tree.bin_threshold,
+                              tree.missing_left, tree.left, tree.right, tree.value,
+                              tree.is_categorical, tree.cat_bitset, MISSING_BIN, 0, rows, raw_k)
+        return
     predict_binned(X_binned, tree.feature, tree.bin_threshold, tree.missing_left, tree.left,
                    tree.right, tree.value, tree.is_categorical, tree.cat_bitset, MISSING_BIN, 0,
                    rows, raw_k)

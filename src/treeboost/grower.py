@@ -25,8 +25,10 @@ from ._dtypes import (
     NODE_DTYPE,
     SUM_DTYPE,
 )
+from .binning import SparseBinned
 from ._kernels.histogram import build_histograms, build_histograms_root, build_histograms_serial
 from ._kernels.partition import partition_rows, partition_rows_serial
+from ._kernels.sparse import build_histograms_sparse
 from ._kernels.splitting import (
     BIN,
     BITSET_WORDS,
@@ -108,8 +110,10 @@ class TreeGrower:
 
     Parameters
     ----------
-    X_binned : ndarray of shape (n_features, n_samples), dtype uint8
-        Binned training data, feature-major (``BinMapper.transform``).
+    X_binned : ndarray of shape (n_features, n_samples), dtype uint8, or SparseBinned
+        Binned training data, feature-major (``BinMapper.transform``). For
+        sparse data every node histogram is built from the stored entries (no
+        subtraction trick, so only the two newest histograms are ever held).
     n_bins_non_missing : ndarray of shape (n_features,), dtype int32
         Value bins of each feature (``BinMapper.n_bins_non_missing_``).
     is_categorical : ndarray of shape (n_features,), dtype uint8
@@ -130,12 +134,17 @@ class TreeGrower:
         self._ordered_g = np.empty(n_samples, dtype=G_H_DTYPE)
         self._ordered_h = np.empty(n_samples, dtype=G_H_DTYPE)
         self._pool: list[np.ndarray] = []
+        self.sparse = isinstance(X_binned, SparseBinned)
+        if self.sparse:
+            self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
+            self._column = np.empty((1, n_samples), dtype=np.uint8)  # one feature's bins
 
     # ---- histogram buffers ---------------------------------------------------
     def _new_hist(self) -> np.ndarray:
         hist = self._pool.pop() if self._pool else np.empty(
             (self.n_features, N_BINS, 3), dtype=SUM_DTYPE)
-        hist.fill(0.0)
+        if not self.sparse:  # the sparse kernel zeroes the features it builds
+            hist.fill(0.0)
         return hist
 
     def _release(self, node: _Node) -> None:
@@ -197,20 +206,22 @@ class TreeGrower:
         """
         p = self.params
         root = _Node(0, 0, sample_indices.size, 0.0, 0.0, sample_indices.size, 0)
-        root.hist = self._new_hist()
-        if all_rows:
-            build_histograms_root(self.X_binned, gradient, hessian, features, root.hist)
+        if self.sparse:
+            g, h = (gradient, hessian) if all_rows else (gradient[sample_indices],
+                                                         hessian[sample_indices])
+            root.sum_g, root.sum_h = float(g.sum(dtype=SUM_DTYPE)), float(h.sum(dtype=SUM_DTYPE))
+            self._sparse_histograms([root], sample_indices, gradient, hessian, features)
         else:
-            self._build(sample_indices, gradient, hessian, features, root.hist)
-        totals = root.hist[features[0]].sum(axis=0)
-        root.sum_g, root.sum_h = float(totals[HIST_G]), float(totals[HIST_H])
+            self._root_histogram(root, gradient, hessian, sample_indices, features, all_rows)
         nodes = [root]
         children: dict[int, tuple[int, int]] = {}
         heap: list[tuple[float, int]] = []
         if self._can_split(root):
             self._find_split(root, features, rng)
-            if root.split is not None:
-                heapq.heappush(heap, (-root.split[0], 0))
+        if self.sparse:
+            self._release(root)
+        if root.split is not None:
+            heapq.heappush(heap, (-root.split[0], 0))
         n_leaves = 1
         max_leaves = p.max_leaf_nodes if p.max_leaf_nodes is not None else np.inf
         while heap and n_leaves < max_leaves:
@@ -226,6 +237,8 @@ class TreeGrower:
                 for child in (left, right):
                     if child.hist is not None and self._can_split(child):
                         self._find_split(child, features, rng)
+                    if self.sparse:
+                        self._release(child)
                     if child.split is not None:
                         heapq.heappush(heap, (-child.split[0], child.node_id))
                     else:
@@ -240,7 +253,11 @@ class TreeGrower:
         rows = sample_indices[parent.start:parent.stop]
         partition = partition_rows if rows.size >= _SERIAL_PARTITION_ROWS else \
             partition_rows_serial
-        n_left = partition(rows, self.X_binned, feature, bool(self.is_categorical[feature]),
+        X_binned, row_of_feature = self.X_binned, feature
+        if self.sparse:
+            self.X_binned.column(feature, self._column[0])
+            X_binned, row_of_feature = self._column, 0
+        n_left = partition(rows, X_binned, row_of_feature, bool(self.is_categorical[feature]),
                            bin_thr, bool(missing_left), MISSING_BIN, bitset,
                            self._left_buffer, self._right_buffer)
         mid = parent.start + int(n_left)
@@ -253,6 +270,10 @@ class TreeGrower:
                              features):
         if not (self._can_split(left) or self._can_split(right)):
             return
+        if self.sparse:
+            self._sparse_histograms([c for c in (left, right) if self._can_split(c)],
+                                    sample_indices, gradient, hessian, features)
+            return
         small, large = (left, right) if left.count <= right.count else (right, left)
         small.hist = self._new_hist()
         self._build(sample_indices[small.start:small.stop], gradient, hessian, features,
@@ -260,6 +281,30 @@ class TreeGrower:
         # the larger child's histogram is the parent's minus the smaller's
         large.hist, parent.hist = parent.hist, None
         np.subtract(large.hist, small.hist, out=large.hist)
+
+    def _root_histogram(self, root, gradient, hessian, sample_indices, features, all_rows):
+        root.hist = self._new_hist()
+        if all_rows:
+            build_histograms_root(self.X_binned, gradient, hessian, features, root.hist)
+        else:
+            self._build(sample_indices, gradient, hessian, features, root.hist)
+        totals = root.hist[features[0]].sum(axis=0)
+        root.sum_g, root.sum_h = float(totals[HIST_G]), float(totals[HIST_H])
+
+    def _sparse_histograms(self, nodes, sample_indices, gradient, hessian, features):
+        """Histograms of one or two nodes (sums already known) from the stored entries."""
+        totals = np.zeros((2, 3), dtype=SUM_DTYPE)
+        for slot, node in enumerate(nodes):
+            self._mark[sample_indices[node.start:node.stop]] = slot + 1
+            totals[slot] = node.sum_g, node.sum_h, node.count
+            node.hist = self._new_hist()
+        data = self.X_binned
+        build_histograms_sparse(data.col_ptr, data.rows, data.bins, data.zero_bin,
+                                self.n_bins_non_missing, MISSING_BIN, self._mark,
+                                gradient, hessian, features, totals, len(nodes),
+                                nodes[0].hist, nodes[-1].hist)
+        for node in nodes:
+            self._mark[sample_indices[node.start:node.stop]] = 0
 
     def _build(self, rows, gradient, hessian, features, hist):
         build = build_histograms if rows.size * features.size >= _SERIAL_HISTOGRAM_UPDATES \

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._dtypes import MISSING_BIN, NODE_DTYPE, SUM_DTYPE, X_DTYPE, readonly
 from ._kernels.predict import predict_raw
+from ._kernels.sparse import predict_raw_csr
+from .binning import canonical_sparse
 from .tree import Tree
 
 
@@ -54,8 +57,21 @@ class PackedTrees:
         self.left, self.right = children
 
     def add_raw(self, X: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """``out[i, k] += sum of tree outputs for row i`` (X float64, C order)."""
-        if self.tree_roots.size:
+        """``out[i, k] += sum of tree outputs for row i``.
+
+        ``X`` is float64 or float32 in C order, or a SciPy sparse matrix
+        (read as CSR, never densified).
+        """
+        if not self.tree_roots.size:
+            return out
+        if sp.issparse(X):
+            X = canonical_sparse(X, "csr")
+            predict_raw_csr(readonly(X.indptr), readonly(X.indices), readonly(X.data),
+                            self.feature, self.threshold, self.missing_left, self.left,
+                            self.right, self.value, self.is_categorical, self.cat_bitset,
+                            self.categories, self.n_categories, MISSING_BIN, self.tree_roots,
+                            self.tree_outputs, out)
+        else:
             predict_raw(readonly(X), self.feature, self.threshold, self.missing_left, self.left,
                         self.right, self.value, self.is_categorical, self.cat_bitset,
                         self.categories, self.n_categories, MISSING_BIN, self.tree_roots,

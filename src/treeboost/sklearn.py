@@ -54,7 +54,7 @@ class _TreeBoostBase(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; NaN marks missing values.
         y : array-like of shape (n_samples,)
             Targets (class labels for the classifier).
@@ -86,7 +86,8 @@ class _TreeBoostBase(BaseEstimator):
 
     def _check_training_data(self, X, y, sample_weight):
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
-                      y_numeric=self._scope == "regressor", ensure_min_samples=2)
+                      accept_sparse=("csr", "csc"), y_numeric=self._scope == "regressor",
+                      ensure_min_samples=2)
         frame = as_pandas(X)
         if frame is not None:
             # names and width from the frame, values from its numeric matrix
@@ -190,7 +191,8 @@ class _TreeBoostBase(BaseEstimator):
     # ---- prediction -----------------------------------------------------------
     def _validate_X(self, X):
         """Check X against the training data's features; return its float matrix."""
-        checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan")
+        checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
+                      accept_sparse=("csr", "csc"))
         frame = as_pandas(X)
         if frame is not None:
             validate_data(self, frame, reset=False, skip_check_array=True)
@@ -248,6 +250,7 @@ class _TreeBoostBase(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags
 
 
@@ -310,7 +313,7 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data; NaN marks missing values.
 
         Returns
@@ -325,7 +328,7 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
 
         Yields
@@ -413,7 +416,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
 
         Returns
@@ -432,7 +435,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
 
         Returns
@@ -446,7 +449,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
 
         Returns
@@ -464,7 +467,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
 
         Yields
@@ -479,7 +482,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
 
         Yields
@@ -494,7 +497,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
 
         Yields

@@ -102,6 +102,19 @@ def exercise_estimators():
         fit_predict(TreeBoostRegressor(loss=loss, **common), X_nan, y_pos)
     fit_predict(TreeBoostRegressor(loss="tweedie", power=3, **common), X, y_pos)
     fit_predict(TreeBoostClassifier(loss="exponential", **common), X_nan, targets["binary"][1])
+    # SciPy sparse input: CSR and CSC (int32 and int64 indices), float64 and float32,
+    # with a subsample (out-of-bag rows) and a sparse eval set; predictions on CSR
+    import scipy.sparse as sparse
+
+    X_sp = sparse.random(300, 4, density=0.3, format="csr", random_state=2)
+    y_sp = X_sp.toarray()[:, 0]
+    for data in (X_sp, X_sp.tocsc(), X_sp.astype(np.float32)):
+        fit_predict(TreeBoostRegressor(subsample=0.8, **common), data, y_sp,
+                    eval_set=[(data[:50], y_sp[:50])])
+    X_long = X_sp.copy()
+    X_long.indices = X_long.indices.astype(np.int64)
+    X_long.indptr = X_long.indptr.astype(np.int64)
+    TreeBoostClassifier(**common).fit(X_long, y_sp > 0.1).predict(X_long)
     # float32 straight into predict of a model fitted on float64, and the reverse
     model = TreeBoostRegressor(**common).fit(X_nan, y_pos)
     model.predict(X_nan.astype(np.float32))
