@@ -1,6 +1,8 @@
 """treeboost: fast histogram gradient tree boosting in Python and Numba."""
 
-from .losses import available_losses, get_loss
+from .adaboost import AdaBoostClassifier
+from .generic import GradientBoostingWithLearner
+from .losses import Formula, available_losses, get_loss
 from .sklearn import TreeBoostClassifier, TreeBoostRegressor
 
 __version__ = "0.1.0"
@@ -23,5 +25,6 @@ def load_model(path):
     return _load(path)
 
 
-__all__ = ["TreeBoostClassifier", "TreeBoostRegressor", "available_losses", "get_loss",
+__all__ = ["AdaBoostClassifier", "Formula", "GradientBoostingWithLearner",
+           "TreeBoostClassifier", "TreeBoostRegressor", "available_losses", "get_loss",
            "load_model", "__version__"]

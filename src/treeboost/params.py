@@ -96,10 +96,13 @@ class Param:
 
 
 PARAMS = [
-    Param("loss", "str", "squared_error", "Loss to minimise (regressor).",
+    Param("loss", "str", "squared_error", "Loss to minimise (regressor); also a "
+          "treeboost.Formula, a Loss or a callable loss(y, f) -> (gradient, hessian).",
           choices=tuple(REGRESSION_LOSSES), scope="regressor"),
     Param("loss", "str", "log_loss",
-          "Loss to minimise: log-loss (binary or softmax), or exponential (AdaBoost, binary).",
+          "Loss to minimise: log-loss (binary or softmax), or exponential (AdaBoost, binary); "
+          "for binary targets also a treeboost.Formula, a Loss or a callable "
+          "loss(y, f) -> (gradient, hessian) with f the log-odds.",
           choices=CLASSIFICATION_LOSSES, scope="classifier"),
     Param("alpha", "float", 0.9, "Quantile of the quantile loss; quantile of |residual| "
           "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor"),
@@ -192,6 +195,14 @@ _CUSTOM_CHECKS = {"categorical_features": _check_categorical_features,
                   "class_weight": _check_class_weight}
 
 
+def _check_user_loss(value) -> None:
+    from .losses.custom import is_user_loss
+
+    if not is_user_loss(value):
+        raise TypeError(f"loss={value!r} must be a loss name, a Loss, a treeboost.Formula or "
+                        "a callable loss(y, f) -> (gradient, hessian)")
+
+
 def params_for(scope: str) -> dict[str, Param]:
     """The parameters of an estimator, by name (``scope`` "regressor" or "classifier")."""
     return {p.name: p for p in PARAMS if p.scope in ("all", scope)}
@@ -201,7 +212,9 @@ def validate(values: dict, scope: str) -> None:
     """Check every parameter of ``values`` against the table; raise on the first bad one."""
     table = params_for(scope)
     for name, value in values.items():
-        if name in table:
+        if name == "loss" and value is not None and not isinstance(value, str):
+            _check_user_loss(value)  # the table's choices list the built-in names only
+        elif name in table:
             table[name].check(value)
     if values.get("n_jobs") == 0:
         raise ValueError("n_jobs=0 must be a non-zero int or None")

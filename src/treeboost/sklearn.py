@@ -308,18 +308,27 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
             raise ValueError("eval_set targets contain NaN or infinity")
         return y
 
-    def predict(self, X):
+    def predict(self, X, pred_contribs=False):
         """Predict the target (the mean, median or quantile the loss estimates).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data; NaN marks missing values.
+        pred_contribs : bool, default=False
+            Return exact TreeSHAP feature contributions to the raw score
+            instead (see ``treeboost.explain.pred_contribs``).
 
         Returns
         -------
-        ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,), or (n_samples, n_features + 1) with
+        ``pred_contribs``: one column per feature and the bias last, each row
+        summing to the raw score.
         """
+        if pred_contribs:
+            from .explain import pred_contribs as _contribs
+
+            return _contribs(self, X)
         raw = self._raw_predict(X)
         return self._booster.loss.inverse_link(raw.T)
 
@@ -444,18 +453,28 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         """
         return self._proba(self._raw_predict(X))
 
-    def predict(self, X):
+    def predict(self, X, pred_contribs=False):
         """Most probable class.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
+        pred_contribs : bool, default=False
+            Return exact TreeSHAP feature contributions to the raw score
+            (log-odds) instead (see ``treeboost.explain.pred_contribs``).
 
         Returns
         -------
-        ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,), or with ``pred_contribs`` of shape
+        (n_samples, n_features + 1) (binary) or (n_samples, n_classes,
+        n_features + 1) (multiclass): the bias last, each row summing to
+        ``decision_function``.
         """
+        if pred_contribs:
+            from .explain import pred_contribs as _contribs
+
+            return _contribs(self, X)
         return self._classes_from_raw(self._raw_predict(X))
 
     def _classes_from_raw(self, raw):

@@ -102,6 +102,11 @@ def exercise_estimators():
         fit_predict(TreeBoostRegressor(loss=loss, **common), X_nan, y_pos)
     fit_predict(TreeBoostRegressor(loss="tweedie", power=3, **common), X, y_pos)
     fit_predict(TreeBoostClassifier(loss="exponential", **common), X_nan, targets["binary"][1])
+    # TreeSHAP (rows are made float64 first, so float32 input shares the signature)
+    model = TreeBoostClassifier(categorical_features=[0, 1], **common)
+    model.fit(X_cat, np.digitize(y_cat, [0.5, 1.5]))
+    model.predict(X_cat, pred_contribs=True)
+    model.predict(X_cat.astype(np.float32), pred_contribs=True)
     # SciPy sparse input: CSR and CSC (int32 and int64 indices), float64 and float32,
     # with a subsample (out-of-bag rows) and a sparse eval set; predictions on CSR
     import scipy.sparse as sparse

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import Loss, newton_leaf_value, weighted_quantile
 from .classification import BinaryLogLoss, ExponentialLoss, SoftmaxLogLoss
+from .formula import Formula
 from .regression import AbsoluteError, Gamma, Huber, Poisson, Quantile, SquaredError, Tweedie
 
 REGRESSION_LOSSES = {
@@ -23,8 +24,9 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
 
     Parameters
     ----------
-    name : str
-        One of ``available_losses()``.
+    name : str, Loss, Formula or callable
+        One of ``available_losses()``, or a user loss (see
+        ``treeboost.losses.custom.as_user_loss``).
     n_classes : int, default=None
         Number of classes, required for classification losses.
     **params
@@ -35,6 +37,10 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
     -------
     Loss
     """
+    if not isinstance(name, str):  # a user loss: Loss, Formula or (grad, hess) callable
+        from .custom import as_user_loss
+
+        return as_user_loss(name, n_classes=n_classes)
     if name in REGRESSION_LOSSES:
         cls = REGRESSION_LOSSES[name]
         accepted = {"huber": ("alpha",), "quantile": ("alpha",), "tweedie": ("power",)}
@@ -57,4 +63,4 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
 
 __all__ = ["Loss", "available_losses", "get_loss", "newton_leaf_value", "weighted_quantile",
            "SquaredError", "AbsoluteError", "Huber", "Quantile", "Poisson", "Gamma", "Tweedie",
-           "BinaryLogLoss", "ExponentialLoss", "SoftmaxLogLoss"]
+           "BinaryLogLoss", "ExponentialLoss", "SoftmaxLogLoss", "Formula"]
