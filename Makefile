@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 demo: venv
-	$(PY) -m treeboost demo
+	$(PY) -m treeboost study --out study-demo
 
 test: venv
 	$(PY) -m pytest -q

@@ -1,8 +1,15 @@
-"""Command line: ``treeboost demo`` for now; ``train``, ``predict`` and ``study`` follow."""
+"""Command line: ``treeboost train``, ``predict``, ``study``, ``report`` and ``demo``.
+
+``main`` builds one argparse parser whose subcommands live in ``train.py``,
+``predict.py`` and ``study.py``; model options come from the parameter table
+(``_options.py``). Errors in the user's input (a missing file, an unknown column, a bad
+option value) print one line and exit with status 1, without a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -47,15 +54,52 @@ def _demo(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    """Entry point of the ``treeboost`` console script."""
-    parser = argparse.ArgumentParser(prog="treeboost", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    """The ``treeboost`` argument parser with all its subcommands."""
+    from . import predict, study, train
+
+    parser = argparse.ArgumentParser(
+        prog="treeboost", description="Gradient tree boosting from the command line.")
     sub = parser.add_subparsers(dest="command")
+    train.add_parser(sub)
+    predict.add_parser(sub)
+    study.add_parsers(sub)
     demo = sub.add_parser("demo", help="train and evaluate on scikit-learn's bundled datasets")
     demo.add_argument("--n-estimators", type=int, default=100)
     demo.add_argument("--learning-rate", type=float, default=0.1)
     demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``treeboost`` console script.
+
+    Parameters
+    ----------
+    argv : list of str, default=None
+        Arguments (default: ``sys.argv[1:]``); no subcommand runs ``demo``.
+
+    Returns
+    -------
+    int
+        Exit status: 0 on success, 1 for an error in the input, 2 for a usage error.
+    """
+    from ..exceptions import TreeboostError
+
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.command is None:
-        args = parser.parse_args(["demo", *(argv or [])])
-    return _demo(args)
+        args = parser.parse_args(["demo", *argv])
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        # the reader stopped early (`| head`): not an error; keep Python's exit quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (TreeboostError, ValueError, TypeError, OSError) as exc:
+        # the input's fault, said in one line; a bug elsewhere still shows its traceback
+        message = str(exc) or type(exc).__name__
+        print(f"treeboost {args.command}: error: {message}", file=sys.stderr)
+        return 1

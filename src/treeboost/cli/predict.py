@@ -1,0 +1,97 @@
+"""``treeboost predict MODEL DATA``: predictions of a saved model, as CSV.
+
+Data flow: a model file -> ``serialization.load_model``; a data file -> its full table
+(ARFF/CSV readers of ``treeboost.datasets``) -> the model's feature columns by name
+(a target column or other extra columns are ignored; one-hot columns are rebuilt when the
+model was trained with ``--one-hot``) -> ``predict`` (and ``predict_proba``) -> CSV on
+stdout or in ``--out`` (an existing file is kept unless ``--force``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pandas as pd
+
+from ..exceptions import DataError
+
+
+def add_parser(sub) -> None:
+    """Register the ``predict`` subcommand."""
+    p = sub.add_parser("predict", help="write a saved model's predictions for a data file",
+                       description="Predict with a model saved by `treeboost train --save` "
+                                   "(or save_model); one CSV row per data row.")
+    p.add_argument("model", metavar="MODEL", help="model file (JSON)")
+    p.add_argument("data", metavar="DATA", help="ARFF or CSV file with the model's features")
+    p.add_argument("--out", metavar="FILE", help="CSV file to write (default: stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+    p.add_argument("--proba", action="store_true",
+                   help="add one probability column per class (classifiers)")
+    p.set_defaults(handler=run)
+
+
+def read_table(path) -> pd.DataFrame:
+    """Every column of an ARFF or CSV file (target included)."""
+    from ..datasets.arff import read_arff
+    from ..datasets.tabular import read_csv
+
+    name = os.fspath(path).lower()
+    if not os.path.isfile(path):
+        raise DataError(f"{path}: no such file")
+    if name.endswith((".arff", ".arff.gz")):
+        return read_arff(path)
+    if name.endswith((".csv", ".csv.gz")):
+        return read_csv(path)
+    raise DataError(f"{path}: unknown file type; expected .arff, .csv (optionally .gz)")
+
+
+def model_features(model, table: pd.DataFrame, path) -> pd.DataFrame:
+    """The columns of ``table`` the model was trained on, in training order."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        raise DataError("the model has no feature names (it was fitted on an array); "
+                        "predict it from Python")
+    names = [str(n) for n in names]
+    missing = [n for n in names if n not in table.columns]
+    if missing:
+        from ..datasets import one_hot
+
+        encoded = one_hot(table)
+        # a category value absent from this file is a column of zeros
+        sources = {c for c in table.columns if isinstance(table[c].dtype, pd.CategoricalDtype)}
+        for n in names:
+            if n not in encoded.columns and n.split("=", 1)[0] in sources:
+                encoded[n] = 0.0
+        if all(n in encoded.columns for n in names):
+            return encoded[names]
+        shown = ", ".join(repr(n) for n in missing[:5])
+        raise DataError(f"{path} lacks {len(missing)} of the model's features: {shown}"
+                        f"{' ...' if len(missing) > 5 else ''}")
+    return table[names]
+
+
+def run(args) -> int:
+    """Run ``treeboost predict``."""
+    from ..serialization import load_model
+
+    if args.out and os.path.exists(args.out) and not args.force:
+        raise FileExistsError(f"{args.out} exists; pass --force to overwrite it")
+    model = load_model(args.model)
+    X = model_features(model, read_table(args.data), args.data)
+    out = pd.DataFrame({"prediction": model.predict(X)})
+    if args.proba:
+        if not hasattr(model, "predict_proba"):
+            raise ValueError("--proba needs a classifier; this model is a regressor")
+        proba = model.predict_proba(X)
+        for k, label in enumerate(model.classes_):
+            out[f"proba_{label}"] = proba[:, k]
+    if args.out:
+        tmp = f"{args.out}.tmp{os.getpid()}"
+        # full precision, written aside and renamed: a reader never sees half a file
+        out.to_csv(tmp, index=False, float_format="%.17g")
+        os.replace(tmp, args.out)
+        print(f"wrote {len(out)} predictions to {args.out}", file=sys.stderr)
+    else:
+        out.to_csv(sys.stdout, index=False, float_format="%.17g")
+    return 0

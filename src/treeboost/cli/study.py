@@ -1,0 +1,102 @@
+"""``treeboost study [DATA ...]`` and ``treeboost report DIR``: options -> ``run_study``.
+
+The options map one to one onto ``treeboost.study.run_study``; the study itself (grid,
+processes, database, resume, report) lives in ``treeboost.study``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _jobs(text: str) -> int:
+    value = int(text)
+    if value == 0 or value < -(os.cpu_count() or 1):
+        raise ValueError(text)
+    return value if value > 0 else (os.cpu_count() or 1) + 1 + value
+
+
+def add_parsers(sub) -> None:
+    """Register the ``study`` and ``report`` subcommands."""
+    p = sub.add_parser(
+        "study", help="search hyper-parameters over many datasets; resumable; writes a report",
+        description="Every dataset x every configuration of a grid (default: learning_rate "
+                    "{0.1,0.05,0.01,0.001} x max_leaf_nodes {2,3,6,11} x n_estimators "
+                    "{100,200,500,1000} x subsample {0.6,0.7,0.8,1.0} = 256), or a Bayesian "
+                    "search with the same budget. Results go to DIR/study.sqlite as they "
+                    "arrive: run the same command again to resume a stopped study.")
+    p.add_argument("data", nargs="*", metavar="DATA",
+                   help="data files or folders of ARFF/CSV files (a folder's MANIFEST.tsv "
+                        "gives targets and tasks); none: scikit-learn's bundled datasets")
+    p.add_argument("--out", default="study", metavar="DIR",
+                   help="folder of the database and the report (default: %(default)s)")
+    p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="replace (or add) one axis of the default grid; repeatable")
+    p.add_argument("--search", choices=["grid", "bayes"], default="grid")
+    p.add_argument("--trials", type=int, metavar="N",
+                   help="Bayesian budget in configurations per dataset (default: grid size)")
+    p.add_argument("--folds", type=int, default=1, metavar="K",
+                   help="1: stratified 80/20 hold-out (default); K >= 2: stratified K-fold")
+    p.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
+                   help="worker processes (default: all cores, %(default)s); -1 all cores")
+    p.add_argument("--seed", type=int, default=0, help="seed of the splits and the models")
+    p.add_argument("--target", help="target column of files without a manifest")
+    p.add_argument("--task", choices=["all", "classification", "regression"], default="all",
+                   help="which datasets to keep (default: all)")
+    p.add_argument("--one-hot", action="store_true",
+                   help="one-hot encode categorical columns instead of native splits")
+    p.add_argument("--baselines", metavar="M1,M2",
+                   help="reference models on the same folds, among treeboost (defaults), "
+                        "lightgbm, sklearn (default: those installed); 'none' for none")
+    p.add_argument("--no-report", action="store_true", help="do not write the report")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=run)
+
+    r = sub.add_parser("report", help="(re)write the report of a study folder",
+                       description="Write DIR/report.md, DIR/report.html and DIR/figures "
+                                   "from DIR/study.sqlite (a running or stopped study "
+                                   "shows what is stored so far).")
+    r.add_argument("out", metavar="DIR", help="study folder")
+    r.set_defaults(handler=run_report)
+
+
+def run(args) -> int:
+    """Run ``treeboost study``."""
+    from ..study import run_study
+
+    baselines = None
+    if args.baselines is not None:
+        baselines = [] if args.baselines.strip().lower() == "none" else \
+            [m.strip() for m in args.baselines.split(",") if m.strip()]
+    try:
+        run_study(args.data, args.out, grid=args.grid, search=args.search,
+                  trials=args.trials, folds=args.folds, jobs=args.jobs, seed=args.seed,
+                  one_hot=args.one_hot, target=args.target, task=args.task,
+                  baselines=baselines, progress=None if args.quiet else sys.stderr,
+                  report=not args.no_report, argv=sys.argv[1:])
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: results so far are in {args.out}/study.sqlite; run the same "
+              "command again to resume", file=sys.stderr)
+        return 130
+    if not args.no_report:
+        print(f"report: {os.path.join(args.out, 'report.md')} and "
+              f"{os.path.join(args.out, 'report.html')}")
+    return 0
+
+
+def run_report(args) -> int:
+    """Run ``treeboost report``."""
+    from ..study.report import write_report
+    from ..study.store import Store
+
+    if not os.path.isfile(os.path.join(args.out, "study.sqlite")):
+        raise FileNotFoundError(f"{args.out}: no study.sqlite here (run `treeboost study "
+                                f"--out {args.out}` first)")
+    store = Store(args.out)
+    try:
+        path = write_report(store)
+    finally:
+        store.close()
+    print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0
