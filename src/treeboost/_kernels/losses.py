@@ -8,6 +8,8 @@ float64 inputs and float32 outputs, so each compiles once.
 
 import math
 
+import numpy as np
+
 from numba import prange
 
 from ._jit import parallel_kernel
@@ -115,22 +117,35 @@ def grad_hess_exponential(y, raw, sample_weight, gradient, hessian):
         hessian[i] = w * e
 
 
+_SOFTMAX_BLOCK = 256  # rows per task: each class's exps of a block stay in cache
+
+
 @parallel_kernel
 def grad_hess_softmax(y, raw, sample_weight, gradient, hessian, hessian_factor):
     """Multinomial log-loss: g_k = p_k - [y = k], h_k = factor p_k (1 - p_k)."""
     # raw, gradient, hessian: shape (n_classes, n_samples)
+    # Rows go in blocks, classes outer: every exp is computed once (kept in a
+    # float64 block until the row sums are known) and each loop runs along a
+    # contiguous row of the (n_classes, n_samples) arrays.
     n_classes, n_samples = raw.shape
-    for i in prange(n_samples):
-        w = sample_weight[i]
-        m = raw[0, i]
+    n_blocks = (n_samples + _SOFTMAX_BLOCK - 1) // _SOFTMAX_BLOCK
+    for blk in prange(n_blocks):
+        start = blk * _SOFTMAX_BLOCK
+        stop = min(start + _SOFTMAX_BLOCK, n_samples)
+        m = raw[0, start:stop].copy()
         for k in range(1, n_classes):
-            if raw[k, i] > m:
-                m = raw[k, i]
-        s = 0.0
+            for i in range(start, stop):
+                if raw[k, i] > m[i - start]:
+                    m[i - start] = raw[k, i]
+        s = np.zeros(stop - start)
+        e = np.empty((n_classes, stop - start))
         for k in range(n_classes):
-            s += math.exp(raw[k, i] - m)
-        label = int(y[i])
+            for i in range(start, stop):
+                e[k, i - start] = math.exp(raw[k, i] - m[i - start])
+                s[i - start] += e[k, i - start]
         for k in range(n_classes):
-            p = math.exp(raw[k, i] - m) / s
-            gradient[k, i] = w * (p - (1.0 if k == label else 0.0))
-            hessian[k, i] = w * hessian_factor * p * (1.0 - p)
+            for i in range(start, stop):
+                w = sample_weight[i]
+                p = e[k, i - start] / s[i - start]
+                gradient[k, i] = w * (p - (1.0 if int(y[i]) == k else 0.0))
+                hessian[k, i] = w * hessian_factor * p * (1.0 - p)
