@@ -35,8 +35,8 @@ def test_native_categoricals_match_lightgbm(file, target):
     y = np.asarray(y.astype(str))
     train, test = train_test_split(np.arange(y.size), test_size=0.2, random_state=0,
                                    stratify=y)
-    ours = TreeBoostClassifier(n_estimators=100, min_samples_leaf=5, random_state=0,
-                               n_jobs=1).fit(X.iloc[train], y[train])
+    ours = TreeBoostClassifier(n_estimators=100, min_samples_leaf=5, max_cat_to_onehot=4,
+                               random_state=0, n_jobs=1).fit(X.iloc[train], y[train])
     # LightGBM's categorical settings set to ours; min_data_in_bin=1 and
     # min_data_per_group=1 because treeboost has no such thresholds
     theirs = lgb.LGBMClassifier(

@@ -290,7 +290,7 @@ def test_categorical_known_decision_function():
     positive = np.isin(x, [2, 5, 7, MISSING_BIN])
     gradient = np.where(positive, -1.0, 1.0).astype(G_H_DTYPE)  # squared error at F = 0
     tree, idx = grow(x[None, :], gradient, np.ones_like(gradient), is_categorical=[1],
-                     min_samples_leaf=1)
+                     min_samples_leaf=1, max_cat_to_onehot=4)  # sorted scan
     assert tree.left.size == 3
     assert tree.is_categorical[0] == 1
     assert tree.bin_threshold[0] == -1

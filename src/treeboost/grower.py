@@ -62,7 +62,7 @@ class GrowerParams:
     cat_l2: float = 10.0
     cat_smooth: float = 10.0
     max_cat_threshold: int = 32
-    max_cat_to_onehot: int = 4
+    max_cat_to_onehot: int = 16
 
 
 class _Node:

@@ -261,7 +261,7 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
                  learning_rate=0.1, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
                  min_child_weight=1e-3, min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0,
                  max_delta_step=None, max_bins=255, subsample=1.0, colsample_bytree=1.0,
-                 colsample_bynode=1.0, categorical_features="from_dtype", max_cat_to_onehot=4,
+                 colsample_bynode=1.0, categorical_features="from_dtype", max_cat_to_onehot=16,
                  max_cat_threshold=32, cat_smooth=10.0, cat_l2=10.0, n_iter_no_change=None,
                  tol=1e-7, validation_fraction=0.1, eval_metric=None,
                  importance_type="gain", verbose=0, n_jobs=None, random_state=None):
@@ -356,7 +356,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
                  min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0, max_delta_step=10.0,
                  max_bins=255,
                  subsample=1.0, colsample_bytree=1.0, colsample_bynode=1.0,
-                 categorical_features="from_dtype", max_cat_to_onehot=4, max_cat_threshold=32,
+                 categorical_features="from_dtype", max_cat_to_onehot=16, max_cat_threshold=32,
                  cat_smooth=10.0, cat_l2=10.0, class_weight=None, n_iter_no_change=None,
                  tol=1e-7, validation_fraction=0.1, eval_metric=None,
                  importance_type="gain", verbose=0, n_jobs=None, random_state=None):
