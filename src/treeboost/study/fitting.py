@@ -33,8 +33,10 @@ _parent_pid: int | None = None  # the study process that started this worker
 def init_worker() -> None:
     """Start a worker process with one thread everywhere: the study's parallelism is
     its processes, and more threads per process would oversubscribe the cores."""
-    for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                "MKL_NUM_THREADS"):
+    # not NUMBA_NUM_THREADS: Numba may already be imported here (unpickling this
+    # function imports treeboost), and it refuses a changed value once its pool
+    # has started; set_num_threads limits the pool instead
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
     import numba
 
