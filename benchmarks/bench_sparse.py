@@ -82,9 +82,11 @@ def main():
     X, y = make_data(args.rows, args.features, args.density, args.seed)
     nnz_bytes = X.data.nbytes + X.indices.nbytes
     print(f"data: {X.shape[0]:,} x {X.shape[1]:,}, {X.nnz:,} non-zeros "
-          f"({X.nnz / X.shape[0] / X.shape[1]:.4%}); values + indices {nnz_bytes / 2**20:.0f} MiB,"
+          f"({X.nnz / X.shape[0] / X.shape[1]:.4%}); values + indices "
+          f"{nnz_bytes / 2**20:.0f} MiB,"
           f" CSR total {(nnz_bytes + X.indptr.nbytes) / 2**20:.0f} MiB; dense float64 would be "
-          f"{X.shape[0] * X.shape[1] * 8 / 2**30:.1f} GiB (built in {time.perf_counter() - t0:.1f} s)")
+          f"{X.shape[0] * X.shape[1] * 8 / 2**30:.1f} GiB "
+          f"(built in {time.perf_counter() - t0:.1f} s)")
 
     # load the compiled kernels first: their code is not the fit's memory
     Xw, yw = make_data(2_000, 50, 0.05, args.seed)

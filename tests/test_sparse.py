@@ -75,7 +75,8 @@ def test_canonical_sparse_leaves_the_input_alone():
     assert_array_equal(C.toarray(), [[2.0, 0.0, 6.0]])
     assert_array_equal(X.data, before[0])
     assert_array_equal(X.indices, before[1])
-    assert C.indices.dtype == np.int32 and C.indptr.dtype == np.int64
+    assert C.indices.dtype == np.int32
+    assert C.indptr.dtype == np.int64
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc"])

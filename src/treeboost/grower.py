@@ -25,7 +25,6 @@ from ._dtypes import (
     NODE_DTYPE,
     SUM_DTYPE,
 )
-from .binning import SparseBinned
 from ._kernels.histogram import build_histograms, build_histograms_root, build_histograms_serial
 from ._kernels.partition import partition_rows, partition_rows_serial
 from ._kernels.sparse import build_histograms_sparse
@@ -40,6 +39,7 @@ from ._kernels.splitting import (
     N_SPLIT_COLUMNS,
     find_best_splits,
 )
+from .binning import SparseBinned
 
 # Below these sizes a node is handled by the serial kernels: waking the thread
 # pool costs more than the work (and much more on a loaded machine).

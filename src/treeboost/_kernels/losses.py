@@ -9,7 +9,6 @@ float64 inputs and float32 outputs, so each compiles once.
 import math
 
 import numpy as np
-
 from numba import prange
 
 from ._jit import parallel_kernel
