@@ -8,7 +8,7 @@ the raw scores. Validation scores are kept up to date incrementally.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -20,8 +20,9 @@ from .binning import BinMapper, SparseBinned
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
 from .metrics import Metric
+from .modes import check_mode, dart_drops, dart_scales, goss_start
 from .predictor import PackedTrees
-from .sampling import sample_columns, sample_rows
+from .sampling import goss_sample, sample_columns, sample_rows, stage_streams, stream_seed
 from .tree import Tree
 
 
@@ -35,6 +36,14 @@ class BoostingParams:
     colsample_bytree: float = 1.0
     max_delta_step: float | None = None
     grower: GrowerParams = field(default_factory=GrowerParams)
+    boosting: str = "gbdt"
+    drop_rate: float = 0.1
+    skip_drop: float = 0.5
+    max_drop: int = 50
+    uniform_drop: bool = False
+    xgboost_dart_mode: bool = False
+    top_rate: float = 0.2
+    other_rate: float = 0.1
 
 
 @dataclass
@@ -73,6 +82,10 @@ class Booster:
         self.params = params
         self.init_score = np.zeros(loss.n_outputs, dtype=SUM_DTYPE)
         self.trees: list[list[Tree]] = []
+        #: seed of the stages' random streams (``stage_streams``), set by ``fit``
+        self.seed: int | None = None
+        #: DART: each stage's current weight (its shrinkage times its normalisations)
+        self.stage_weights: list[float] = []
         self._packed: dict[tuple[int, int], PackedTrees] = {}
 
     @property
@@ -87,56 +100,119 @@ class Booster:
 
     # ---- training ------------------------------------------------------------
     def fit(self, X_binned, y, sample_weight, streams, eval_sets=(), metric: Metric = None,
-            record_training=False, callbacks=()) -> dict:
-        """Run the stage loop; return the evaluation log {data: {metric: [values]}}."""
+            record_training=False, callbacks=(), trace: list | None = None) -> dict:
+        """Run the stage loop up to ``params.n_estimators`` stages in all.
+
+        A booster that already has trees continues from them (``init_model``,
+        ``warm_start``): its raw scores are recomputed from its trees, stage
+        by stage in the order the stages were added, so they equal bit for
+        bit those of a run that never stopped, and stage m draws from
+        ``stage_streams(seed, m)`` whatever the earlier calls drew.
+
+        Parameters
+        ----------
+        X_binned : ndarray of shape (n_features, n_samples), dtype uint8, or SparseBinned
+            Training data binned with ``self.bin_mapper``.
+        y, sample_weight : ndarray of shape (n_samples,)
+            Encoded targets and positive weights.
+        streams : dict of numpy.random.Generator
+            ``make_streams(seed)``; the stages draw from ``stage_streams(seed, m)``.
+        eval_sets : sequence of EvalSet, default=()
+            Data scored after every stage.
+        metric : Metric, default=None
+            Metric of the evaluation log.
+        record_training : bool, default=False
+            Also log the metric on the training data.
+        callbacks : sequence of TrainingCallback, default=()
+            Called after every stage with the global 0-based stage index.
+        trace : list, default=None
+            If a list, one record per tree is appended (``treeboost.trace``).
+
+        Returns
+        -------
+        dict
+            The evaluation log of the new stages, {data: {metric: [values]}}.
+        """
         p = self.params
-        K, (n_features, n) = self.n_outputs, X_binned.shape
+        check_mode(p)
         y, sample_weight = readonly(y), readonly(sample_weight)
-        self.init_score = np.asarray(self.loss.init_score(y, sample_weight), dtype=SUM_DTYPE)
-        raw = np.repeat(self.init_score[:, None], n, axis=1)
-        gradient = np.empty((K, n), dtype=G_H_DTYPE)
-        hessian = np.empty((K, n), dtype=G_H_DTYPE)
-        grower = TreeGrower(X_binned, self.bin_mapper.n_bins_non_missing_,
-                            self.bin_mapper.is_categorical_, p.grower)
-        eval_raw = [np.repeat(self.init_score[:, None], e.y.size, axis=1) for e in eval_sets]
-        eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in eval_sets]
+        if not self.trees:
+            self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
+                                         dtype=SUM_DTYPE)
+            self.stage_weights = []
+        self.seed = stream_seed(streams)
+        state = _TrainingState(self, X_binned, y, sample_weight, eval_sets)
         evals_log = {name: {metric.name: []} for name in
                      (["training"] if record_training else []) + [e.name for e in eval_sets]}
-        for m in range(p.n_estimators):
-            rows = sample_rows(n, p.subsample, streams["rows"])
-            oob = None if p.subsample >= 1.0 else _complement(rows, n)
-            context = self.loss.gradient_hessian(y, raw, sample_weight, gradient, hessian)
-            features = sample_columns(n_features, p.colsample_bytree, streams["columns"])
-            stage = []
-            for k in range(K):
-                indices = rows.copy()
-                grown = grower.grow(gradient[k], hessian[k], indices, features,
-                                    streams["nodes"], all_rows=oob is None)
-                tree = self._make_tree(grown, y, raw[k:k + 1], sample_weight, indices, context)
-                leaf_values = tree.value[grown.leaf_nodes]
-                add_leaf_values(raw[k], indices, grown.leaf_starts, grown.leaf_stops,
-                                leaf_values)
-                if oob is not None:
-                    _add_tree_binned(tree, X_binned, oob, raw[k])
-                for e, er, rr in zip(eval_sets, eval_raw, eval_rows, strict=False):
-                    _add_tree_binned(tree, e.X_binned, rr, er[k])
-                stage.append(tree)
-            self.trees.append(stage)
-            self._packed.clear()
+        for m in range(len(self.trees), p.n_estimators):
+            self._stage(state, m, stage_streams(self.seed, m), trace)
             if record_training:
-                evals_log["training"][metric.name].append(metric(y, raw, sample_weight,
-                                                                 self.loss))
-            for e, er in zip(eval_sets, eval_raw, strict=False):
-                evals_log[e.name][metric.name].append(metric(e.y, er, e.sample_weight,
-                                                             self.loss))
-            stop = [cb.after_iteration(m, evals_log) for cb in callbacks]
-            if any(stop):
+                evals_log["training"][metric.name].append(
+                    metric(y, state.scores(-1), sample_weight, self.loss))
+            for i, e in enumerate(eval_sets):
+                evals_log[e.name][metric.name].append(
+                    metric(e.y, state.scores(i), e.sample_weight, self.loss))
+            if any([cb.after_iteration(m, evals_log) for cb in callbacks]):
                 break
+        if p.boosting == "rf":
+            self._scale_stages(range(len(self.trees)), 1.0 / len(self.trees))
         return evals_log
 
-    def _make_tree(self, grown: GrownTree, y, raw_k, sample_weight, indices, context) -> Tree:
-        """Leaf values by the loss's line search, shrunk; thresholds in raw units."""
-        gp, lr = self.params.grower, self.params.learning_rate
+    def _stage(self, state: _TrainingState, m: int, rngs: dict, trace) -> None:
+        """Stage m: rows, gradients, one tree per output, and the raw scores' update."""
+        p, K, n = self.params, self.n_outputs, state.n
+        dropped = np.zeros(0, dtype=np.intp)
+        if p.boosting == "dart":
+            dropped = dart_drops(np.asarray(self.stage_weights), p, rngs["dart"])
+            state.add_stages(self, dropped, sign=-1.0)
+        at = state.rf_raw if p.boosting == "rf" else state.raw
+        context = state.gradients(self.loss, at)
+        if trace is not None:  # the pseudo-residuals before any GOSS up-weighting
+            # (+ 0.0 turns the -0.0 of a zero gradient into 0.0 for printing)
+            residual = -state.gradient.astype(np.float64) + 0.0
+            hessian = state.hessian.astype(np.float64)
+        rows = sample_rows(n, p.subsample, rngs["rows"] if p.subsample < 1.0 else None)
+        weight, row_factor = state.sample_weight, None
+        if p.boosting == "goss" and m >= goss_start(p.learning_rate):
+            score = np.abs(state.gradient).sum(axis=0, dtype=SUM_DTYPE)
+            rows, drawn = goss_sample(score, p.top_rate, p.other_rate, rngs["goss"])
+            factor = (1.0 - p.top_rate) / p.other_rate
+            state.gradient[:, drawn] *= factor
+            state.hessian[:, drawn] *= factor
+            weight = state.sample_weight.copy()
+            weight[drawn] *= factor  # the leaves' line search sees the same up-weighting
+            weight = readonly(weight)
+            row_factor = (drawn, factor)
+        shrink, dropped_scale = dart_scales(dropped.size, p.learning_rate,
+                                            p.xgboost_dart_mode)
+        if p.boosting == "rf":
+            shrink = 1.0  # a forest's trees are averaged, not shrunk
+        outside = None if rows.size == n else _complement(rows, n)
+        features = sample_columns(self.n_features, p.colsample_bytree,
+                                  rngs["columns"] if p.colsample_bytree < 1.0 else None)
+        stage = []
+        for k in range(K):
+            indices = rows.copy()
+            grown = state.grower.grow(state.gradient[k], state.hessian[k], indices, features,
+                                      rngs["nodes"] if p.grower.colsample_bynode < 1.0 else None,
+                                      all_rows=outside is None)
+            gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices, context)
+            tree = self._make_tree(grown, shrink * gamma)
+            if trace is not None:
+                trace.append(_trace_record(m, k, at[k], residual, hessian, state, grown,
+                                           indices, gamma, shrink, tree, row_factor, dropped))
+            state.add_tree(tree, k, indices, grown, outside)
+            stage.append(tree)
+        self.trees.append(stage)
+        self.stage_weights.append(shrink)
+        if dropped.size:
+            self._scale_stages(dropped, dropped_scale)
+            state.add_stages(self, dropped, sign=1.0)
+        self._packed.clear()
+
+    def _leaf_values(self, grown: GrownTree, y, raw_k, sample_weight, indices, context):
+        """Every node's value before shrinkage: the loss's line search at the leaves."""
+        gp = self.params.grower
         value = newton_leaf_value(grown.sum_g, grown.sum_h, gp.reg_lambda, gp.reg_alpha)
         value[grown.leaf_nodes] = self.loss.leaf_values(
             y, raw_k, sample_weight, indices, grown.leaf_starts, grown.leaf_stops,
@@ -146,6 +222,10 @@ class Booster:
             # a trust region for the line search: Newton steps on near-zero
             # hessians (XGBoost's max_delta_step)
             np.clip(value, -self.params.max_delta_step, self.params.max_delta_step, out=value)
+        return value
+
+    def _make_tree(self, grown: GrownTree, value: np.ndarray) -> Tree:
+        """The tree of ``grown`` with node values ``value``; thresholds in raw units."""
         internal = grown.left >= 0
         threshold = np.zeros(grown.left.size, dtype=np.float64)
         threshold[internal] = self.bin_mapper.thresholds(grown.feature[internal],
@@ -153,12 +233,25 @@ class Booster:
         return Tree(feature=grown.feature, threshold=threshold,
                     bin_threshold=grown.bin_threshold, missing_left=grown.missing_left,
                     is_categorical=grown.is_categorical, cat_bitset=grown.cat_bitset,
-                    left=grown.left, right=grown.right, value=lr * value, gain=grown.gain,
+                    left=grown.left, right=grown.right, value=value, gain=grown.gain,
                     count=grown.count, cover=grown.sum_h)
+
+    def _scale_stages(self, stages, factor: float) -> None:
+        """Multiply the values of every tree of ``stages`` by ``factor`` (DART, rf)."""
+        for m in stages:
+            for tree in self.trees[m]:
+                tree.value[:] = tree.value * factor
+            if self.params.boosting == "dart":
+                self.stage_weights[m] *= factor
+        self._packed.clear()
 
     def truncate(self, n_stages: int) -> None:
         """Keep the first ``n_stages`` stages (early stopping keeps the best one)."""
+        n_before = len(self.trees)
         del self.trees[n_stages:]
+        del self.stage_weights[n_stages:]
+        if self.params.boosting == "rf" and 0 < len(self.trees) < n_before:
+            self._scale_stages(range(len(self.trees)), n_before / len(self.trees))
         self._packed.clear()
 
     # ---- prediction --------------------------------------------------------------
@@ -171,18 +264,30 @@ class Booster:
         return self._packed[key]
 
     def predict_raw(self, X: np.ndarray, n_stages: int | None = None) -> np.ndarray:
-        """Raw scores F(x) of shape (n_samples, n_outputs); X C-ordered float or CSR."""
+        """Raw scores F(x) of shape (n_samples, n_outputs); X C-ordered float or CSR.
+
+        With ``n_stages`` only the first stages are used; a forest
+        (``boosting="rf"``) is then the mean of its first ``n_stages`` trees.
+        """
         stop = len(self.trees) if n_stages is None else min(n_stages, len(self.trees))
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
+        if self.params.boosting == "rf" and 0 < stop < len(self.trees):
+            out = self._packed_trees(0, stop).add_raw(X, np.zeros_like(out))
+            return self.init_score[None, :] + out * (len(self.trees) / stop)
         return self._packed_trees(0, stop).add_raw(X, out)
 
     def staged_predict_raw(self, X: np.ndarray):
         """Yield raw scores after each stage (shape (n_samples, n_outputs))."""
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
-        for m in range(len(self.trees)):
+        rf, n_stages = self.params.boosting == "rf", len(self.trees)
+        for m in range(n_stages):
             PackedTrees(self.trees[m], list(range(len(self.trees[m]))),
                         self.bin_mapper).add_raw(X, out)
-            yield out.copy()
+            if rf:  # the stored trees are divided by n_stages: the mean of the first m + 1
+                init = self.init_score[None, :]
+                yield init + (out - init) * (n_stages / (m + 1))
+            else:
+                yield out.copy()
 
     def feature_importances(self, importance_type: str = "gain") -> np.ndarray:
         """Total split gain (or number of splits) per feature, not normalised."""
@@ -193,6 +298,102 @@ class Booster:
                 weights = tree.gain[internal] if importance_type == "gain" else 1.0
                 np.add.at(out, tree.feature[internal], weights)
         return out
+
+
+class _TrainingState:
+    """Raw scores of the training rows and eval sets, gradients and the grower of one fit.
+
+    ``raw`` is F0 plus every tree so far (for rf: the sum of the unscaled
+    trees, averaged by ``scores``); it is rebuilt from the booster's trees
+    stage by stage, in the order training added them, so that continued
+    training starts from bit-identical scores.
+    """
+
+    def __init__(self, booster: Booster, X_binned, y, sample_weight, eval_sets):
+        K, (_, n) = booster.n_outputs, X_binned.shape
+        self.booster, self.X_binned, self.y, self.sample_weight = (booster, X_binned, y,
+                                                                   sample_weight)
+        self.n, self.eval_sets = n, list(eval_sets)
+        self.all_rows = np.arange(n, dtype=INDEX_DTYPE)
+        self.eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in self.eval_sets]
+        init = booster.init_score[:, None]
+        self.raw = np.repeat(init, n, axis=1)
+        self.eval_raw = [np.repeat(init, e.y.size, axis=1) for e in self.eval_sets]
+        self.rf_raw = readonly(self.raw.copy())  # rf: every tree's gradients are at F0
+        if booster.params.boosting == "rf" and booster.trees:
+            # continuing a forest: back to unscaled trees, averaged again at the end
+            booster._scale_stages(range(len(booster.trees)), float(len(booster.trees)))
+        for stage in booster.trees:
+            for k, tree in enumerate(stage):
+                _add_tree_binned(tree, X_binned, self.all_rows, self.raw[k])
+                for e, er, rr in zip(self.eval_sets, self.eval_raw, self.eval_rows,
+                                     strict=True):
+                    _add_tree_binned(tree, e.X_binned, rr, er[k])
+        self.gradient = np.empty((K, n), dtype=G_H_DTYPE)
+        self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
+        bm = booster.bin_mapper
+        self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
+                                 booster.params.grower)
+
+    def gradients(self, loss: Loss, raw: np.ndarray):
+        """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context."""
+        return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
+                                     self.hessian)
+
+    def scores(self, i: int) -> np.ndarray:
+        """Raw scores of eval set ``i`` (-1: the training rows), averaged for rf."""
+        raw = self.raw if i < 0 else self.eval_raw[i]
+        b = self.booster
+        if b.params.boosting != "rf":
+            return raw
+        init = b.init_score[:, None]
+        return init + (raw - init) / len(b.trees)
+
+    def add_tree(self, tree: Tree, k: int, indices, grown: GrownTree, outside) -> None:
+        """Add a new tree of output k: through the partition on its rows, traversed elsewhere."""
+        add_leaf_values(self.raw[k], indices, grown.leaf_starts, grown.leaf_stops,
+                        tree.value[grown.leaf_nodes])
+        if outside is not None:
+            _add_tree_binned(tree, self.X_binned, outside, self.raw[k])
+        for e, er, rr in zip(self.eval_sets, self.eval_raw, self.eval_rows, strict=True):
+            _add_tree_binned(tree, e.X_binned, rr, er[k])
+
+    def add_stages(self, booster: Booster, stages, sign: float) -> None:
+        """raw += sign * (trees of ``stages``), on the training rows and eval sets (DART)."""
+        for m in stages:
+            for k, tree in enumerate(booster.trees[m]):
+                for X, rows, raw in [(self.X_binned, self.all_rows, self.raw)] + [
+                        (e.X_binned, rr, er) for e, rr, er in
+                        zip(self.eval_sets, self.eval_rows, self.eval_raw, strict=True)]:
+                    out = np.zeros(raw.shape[1], dtype=np.float64)
+                    _add_tree_binned(tree, X, rows, out)
+                    raw[k] += sign * out
+
+
+def _trace_record(m, k, raw_k, residual, hessian, state, grown, indices, gamma, shrink, tree,
+                  row_factor, dropped) -> dict:
+    """What ``trace=True`` keeps of one tree: plain arrays, tabled by ``treeboost.trace``."""
+    leaf = np.zeros(state.n, dtype=np.float64)
+    for node, a, b in zip(grown.leaf_nodes, grown.leaf_starts, grown.leaf_stops, strict=True):
+        leaf[indices[a:b]] = node
+    factor = np.zeros(state.n)
+    factor[indices] = 1.0
+    if row_factor is not None:
+        factor[row_factor[0]] = row_factor[1]
+    outside = np.flatnonzero(factor == 0).astype(INDEX_DTYPE)
+    if outside.size:  # the leaf rows outside the stage's sample fall in: node ids as values
+        ids = replace(tree, value=np.arange(tree.value.size, dtype=np.float64))
+        leaf[outside] = 0.0
+        _add_tree_binned(ids, state.X_binned, outside, leaf)
+    return {"stage": m, "output": k, "F": np.array(raw_k, dtype=np.float64),
+            "residual": residual[k], "hessian": hessian[k], "row_factor": factor,
+            "leaf": leaf.astype(np.int64), "leaf_nodes": grown.leaf_nodes.copy(),
+            "gamma": gamma[grown.leaf_nodes].copy(), "shrinkage": shrink,
+            "value": tree.value[grown.leaf_nodes].copy(), "feature": tree.feature.copy(),
+            "threshold": tree.threshold.copy(), "is_categorical": tree.is_categorical.copy(),
+            "missing_left": tree.missing_left.copy(), "left": tree.left.copy(),
+            "right": tree.right.copy(), "count": tree.count.copy(),
+            "dropped": [int(d) for d in dropped]}
 
 
 def _complement(rows: np.ndarray, n: int) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 from ._dtypes import MAX_BINS
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
 from .metrics import METRICS
+from .modes import BOOSTING_MODES
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,33 @@ PARAMS = [
     Param("n_jobs", "int", None, "Threads; None or -1 use all cores.", none_ok=True),
     Param("random_state", "random_state", None, "Seed of row/column sampling, binning "
           "subsample and validation split."),
+    Param("boosting", "str", "gbdt", "Boosting mode: 'gbdt' (gradient boosting), 'rf' "
+          "(random forest: trees on the gradients at F0, averaged; needs subsample < 1 or "
+          "column sampling), 'dart' (dropout trees) or 'goss' (gradient-based one-side "
+          "sampling; by |gradient| after the first int(1/learning_rate) stages).",
+          choices=BOOSTING_MODES),
+    Param("drop_rate", "float", 0.1, "DART: probability of dropping each earlier stage.",
+          low=0.0, high=1.0),
+    Param("skip_drop", "float", 0.5, "DART: probability of dropping nothing at a stage.",
+          low=0.0, high=1.0),
+    Param("max_drop", "int", 50, "DART: most stages dropped at once; <= 0: no limit."),
+    Param("uniform_drop", "custom", False, "DART: drop every stage with the same "
+          "probability (False: in proportion to its weight, as LightGBM).",
+          choices="True or False"),
+    Param("xgboost_dart_mode", "custom", False, "DART: XGBoost's normalisation (new tree "
+          "nu/(k+nu), dropped trees k/(k+nu)) instead of nu/(k+1) and k/(k+1).",
+          choices="True or False"),
+    Param("top_rate", "float", 0.2, "GOSS: fraction a of rows with the largest |gradient| "
+          "kept at every stage.", low=0.0, high=1.0, closed="right"),
+    Param("other_rate", "float", 0.1, "GOSS: fraction b of rows drawn from the others, "
+          "their gradients and hessians multiplied by (1 - a) / b.", low=0.0, high=1.0,
+          closed="right"),
+    Param("trace", "custom", False, "Record every stage (F, pseudo-residuals, leaf of each "
+          "row, leaf values) in trace_, for small data; see format_trace().",
+          choices="True or False"),
+    Param("warm_start", "custom", False, "Fit again with a larger n_estimators adds stages "
+          "to the fitted model (same data, same bins) instead of starting afresh.",
+          choices="True or False"),
 ]
 
 
@@ -192,8 +220,14 @@ def _check_class_weight(value) -> bool:
         for w in value.values())
 
 
+def _check_bool(value) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
 _CUSTOM_CHECKS = {"categorical_features": _check_categorical_features,
-                  "class_weight": _check_class_weight}
+                  "class_weight": _check_class_weight, "uniform_drop": _check_bool,
+                  "xgboost_dart_mode": _check_bool, "trace": _check_bool,
+                  "warm_start": _check_bool}
 
 
 def _check_user_loss(value) -> None:
@@ -219,5 +253,9 @@ def validate(values: dict, scope: str) -> None:
             table[name].check(value)
     if values.get("n_jobs") == 0:
         raise ValueError("n_jobs=0 must be a non-zero int or None")
+    if values.get("boosting") == "dart" and values.get("n_iter_no_change") is not None:
+        # later stages rescale earlier ones: a prefix of a DART model is no model it trained
+        raise ValueError("early stopping (n_iter_no_change) is not available with "
+                         "boosting='dart'")
     if values.get("loss") == "tweedie" and values.get("power") == 2:
         raise ValueError("power=2 must be in (1, 2) or > 2 (power 2 is loss='gamma')")

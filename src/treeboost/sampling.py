@@ -1,13 +1,25 @@
-"""Seeded row and column sampling (SPEC §1.3): independent streams from one seed."""
+"""Seeded row and column sampling (SPEC §1.3): independent streams from one seed.
+
+Binning and the validation split draw from ``make_streams(seed)``. Every stage
+of the stage loop draws its rows, columns, node columns, GOSS sample and DART
+drops from its own generators, ``stage_streams(seed, stage)``, derived from
+(seed, stream, stage) alone: stage m draws the same numbers whether the model
+is trained in one call or continued from a saved model (``init_model``,
+``warm_start``), whatever the earlier stages drew.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
 from ._dtypes import INDEX_DTYPE, NODE_DTYPE
 
 #: names of the independent random streams drawn from one ``random_state``
-STREAMS = ("binning", "rows", "columns", "nodes", "validation")
+STREAMS = ("binning", "rows", "columns", "nodes", "validation", "goss", "dart")
+#: the streams a stage of the stage loop draws from (``stage_streams``)
+STAGE_STREAMS = ("rows", "columns", "nodes", "goss", "dart")
 
 
 def make_streams(seed: int) -> dict[str, np.random.Generator]:
@@ -15,6 +27,43 @@ def make_streams(seed: int) -> dict[str, np.random.Generator]:
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
     return {name: np.random.default_rng(child)
             for name, child in zip(STREAMS, children, strict=True)}
+
+
+def stream_seed(streams: dict[str, np.random.Generator]) -> int:
+    """The integer seed ``make_streams`` was called with."""
+    return int(streams["rows"].bit_generator.seed_seq.entropy)
+
+
+def stage_streams(seed: int, stage: int) -> Mapping[str, np.random.Generator]:
+    """The generators of stage ``stage`` (0-based), one per entry of ``STAGE_STREAMS``.
+
+    Stage m of stream s is the m-th child of the child ``make_streams`` gives
+    s (``SeedSequence(seed).spawn(...)[s].spawn(...)[m]``), so streams stay
+    independent of each other and of the stages before. Generators are made
+    on first use: making one costs ~20 us, a stage of a small fit not much more.
+    """
+    return _StageStreams(seed, stage)
+
+
+class _StageStreams(Mapping):
+    """Read-only mapping name -> Generator of one stage, each made when first read."""
+
+    def __init__(self, seed: int, stage: int):
+        self._seed, self._stage, self._made = seed, stage, {}
+
+    def __getitem__(self, name: str) -> np.random.Generator:
+        if name not in self._made:
+            if name not in STAGE_STREAMS:
+                raise KeyError(name)
+            self._made[name] = np.random.default_rng(np.random.SeedSequence(
+                self._seed, spawn_key=(STREAMS.index(name), self._stage)))
+        return self._made[name]
+
+    def __iter__(self):
+        return iter(STAGE_STREAMS)
+
+    def __len__(self) -> int:
+        return len(STAGE_STREAMS)
 
 
 def sample_rows(n_samples: int, subsample: float, rng: np.random.Generator) -> np.ndarray:
@@ -35,3 +84,39 @@ def sample_columns(n_features: int, fraction: float, rng: np.random.Generator) -
     cols = rng.choice(n_features, size=k, replace=False)
     cols.sort()
     return cols.astype(NODE_DTYPE)
+
+
+def goss_sample(score: np.ndarray, top_rate: float, other_rate: float,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient-based one-side sampling (Ke et al. 2017, LightGBM, Algorithm 2).
+
+    Keeps the ``top_rate`` fraction of rows with the largest ``score``
+    (|gradient|, summed over outputs) and draws ``other_rate * n_samples`` of
+    the others uniformly without replacement.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n_samples,)
+        |g| of each row.
+    top_rate, other_rate : float
+        a and b of the paper.
+    rng : numpy.random.Generator
+        Source of the draw of the other rows.
+
+    Returns
+    -------
+    rows : ndarray of shape (n_kept,), dtype uint32
+        Sorted rows of the stage (top and drawn).
+    amplified : ndarray of shape (n_drawn,), dtype uint32
+        The drawn rows, whose gradient and hessian get the factor (1 - a) / b.
+    """
+    n = score.size
+    top_k = max(1, int(top_rate * n))
+    other_k = min(int(other_rate * n), n - top_k)
+    # stable sort of -score: ties at the threshold go to the lower row index
+    order = np.argsort(-score, kind="stable")
+    rest = order[top_k:]
+    drawn = np.sort(rest[rng.choice(rest.size, size=other_k, replace=False)]) \
+        if other_k > 0 else rest[:0]
+    rows = np.sort(np.concatenate([order[:top_k], drawn]))
+    return rows.astype(INDEX_DTYPE), drawn.astype(INDEX_DTYPE)

@@ -139,6 +139,12 @@ def _payload(estimator) -> dict:
         "n_iter": len(booster.trees),
         "best_iteration": _plain(estimator.best_iteration_, "best_iteration_"),
         "evals_result": _plain(estimator.evals_result_, "evals_result_"),
+        # optional (absent from older files): what continued training needs beyond the
+        # trees, the seed of the stages' random streams and DART's stage weights
+        "seed": None if booster.seed is None else int(booster.seed),
+        "stage_weights": _finite_list(np.asarray(booster.stage_weights, dtype=np.float64),
+                                      "stage_weights")
+        if booster.params.boosting == "dart" else None,
     }
 
 
@@ -426,6 +432,20 @@ def _loss(doc, estimator, classes):
     return loss
 
 
+def _continuation_state(doc: dict, n_stages: int):
+    """(seed, stage weights) for continued training; files before them have neither."""
+    seed = doc.get("seed")
+    if seed is not None and (type(seed) is not int or not 0 <= seed < 2**128):
+        _fail(f"seed={seed!r} must be null or a non-negative int")
+    weights = doc.get("stage_weights")
+    if weights is None:
+        return seed, []
+    weights = _array(weights, "stage_weights", "float").astype(np.float64)
+    if weights.size != n_stages or np.any(weights <= 0):
+        _fail(f"stage_weights must hold {n_stages} positive numbers, one per stage")
+    return seed, weights.tolist()
+
+
 def _build(doc: dict):
     """Validate every field of a checked document, then build the fitted estimator."""
     estimator = _estimator(doc)
@@ -465,6 +485,7 @@ def _build(doc: dict):
 
     booster = Booster(loss, bin_mapper, estimator._boosting_params())
     booster.init_score, booster.trees = init_score, trees
+    booster.seed, booster.stage_weights = _continuation_state(doc, len(trees))
     # the fitted attributes set by the estimators' fit (_fit_booster, _encode_target)
     estimator._booster = booster
     estimator.n_features_in_ = n_features

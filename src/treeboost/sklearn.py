@@ -22,6 +22,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from . import _continued
 from . import params as _params
 from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
@@ -32,6 +33,7 @@ from .dataset import as_pandas, categorical_mask, frame_to_array
 from .grower import GrowerParams
 from .losses import get_loss
 from .metrics import get_metric
+from .modes import check_mode
 from .sampling import make_streams
 
 
@@ -49,7 +51,8 @@ class _TreeBoostBase(BaseEstimator):
     _scope = "regressor"
 
     # ---- fit -----------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
+            init_model=None):
         """Fit the gradient boosting model.
 
         Parameters
@@ -65,6 +68,13 @@ class _TreeBoostBase(BaseEstimator):
             one is monitored by early stopping.
         eval_sample_weight : list of array-like, default=None
             Weights of the ``eval_set`` pairs.
+        init_model : estimator of the same class, str or path-like, default=None
+            A fitted model (or the path of one saved with ``save_model``) to
+            continue: its F0, trees and bins are kept and ``n_estimators``
+            more stages are added (LightGBM's ``init_model``). Stage m draws
+            the same random numbers as in one uninterrupted fit with this
+            ``random_state``, so fitting 100 stages, saving, and continuing
+            with 100 more gives the model of 200 stages at once.
 
         Returns
         -------
@@ -73,15 +83,41 @@ class _TreeBoostBase(BaseEstimator):
         """
         values = self.get_params()
         _params.validate(values, self._scope)
+        check_mode(self._boosting_params())
+        previous = _continued.previous_model(self, init_model)
+        if previous is not None and previous.warm:
+            # a warm start that fails its checks leaves the fitted model as it was
+            fitted = dict(self.__dict__)
+            try:
+                return self._fit(X, y, sample_weight, eval_set, eval_sample_weight,
+                                 init_model, previous)
+            except BaseException:
+                self.__dict__.clear()
+                self.__dict__.update(fitted)
+                raise
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
+                         previous)
+
+    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, init_model, previous):
+        """``fit`` after the parameter checks, continuing ``previous`` if not None."""
         X, y, sample_weight = self._check_training_data(X, y, sample_weight)
+        shape = X.shape  # (rows of positive weight, features)
         y = self._encode_target(y)
-        streams = make_streams(self._seed())
         loss = self._make_loss()
+        if previous is not None:
+            seed = _continued.check_compatible(self, previous, X, loss, init_model is None,
+                                               shape)
+            if seed is None:
+                return self  # warm start with n_estimators already reached
+        else:
+            seed = self._seed()
+        streams = make_streams(seed)
         loss.validate_target(y)
         X, y, sample_weight, eval_data = self._eval_data(X, y, sample_weight, eval_set,
                                                          eval_sample_weight, streams)
         with threads(self.n_jobs):
-            self._fit_booster(X, y, sample_weight, eval_data, loss, streams)
+            self._fit_booster(X, y, sample_weight, eval_data, loss, streams, previous)
+        self._train_shape = shape  # what a warm start checks its data against
         return self
 
     def _check_training_data(self, X, y, sample_weight):
@@ -147,9 +183,15 @@ class _TreeBoostBase(BaseEstimator):
             eval_data.append(("validation", Xv, yv, wv))
         return X, y, sample_weight, eval_data
 
-    def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams):
-        bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"],
-                               is_categorical=self.is_categorical_).fit(X)
+    def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams, previous=None):
+        if previous is None:
+            bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"],
+                                   is_categorical=self.is_categorical_).fit(X)
+            booster = Booster(loss, bin_mapper, self._boosting_params())
+        else:  # continued training: the previous model's bins, F0 and trees
+            booster, bin_mapper = previous.booster, previous.booster.bin_mapper
+            booster.params = self._boosting_params()
+            booster.params.n_estimators = previous.n_estimators
         X_binned = bin_mapper.transform(X)
         eval_sets = [EvalSet(name, bin_mapper.transform(Xe), ye, we)
                      for name, Xe, ye, we in eval_data]
@@ -158,21 +200,40 @@ class _TreeBoostBase(BaseEstimator):
         record_training = bool(self.verbose) or (early and not eval_sets)
         callbacks = []
         if self.verbose:
-            callbacks.append(EvaluationLogger(self.verbose, n_estimators=self.n_estimators))
+            callbacks.append(EvaluationLogger(self.verbose,
+                                              n_estimators=booster.params.n_estimators))
         stopper = None
         if early:
             monitored = eval_sets[-1].name if eval_sets else "training"
             stopper = EarlyStopping(monitored, metric.name, self.n_iter_no_change, self.tol,
                                     metric.higher_is_better)
             callbacks.append(stopper)
-        booster = Booster(loss, bin_mapper, self._boosting_params())
-        self.evals_result_ = booster.fit(X_binned, y, sample_weight, streams, eval_sets,
-                                         metric, record_training, callbacks)
+        trace = [] if self.trace else None
+        if self.trace:
+            from .trace import SMALL_DATA_ROWS
+
+            if X_binned.shape[1] > SMALL_DATA_ROWS:
+                import warnings
+
+                warnings.warn(f"trace=True keeps {X_binned.shape[1]} rows per stage and "
+                              "output; it is meant for small worked examples",
+                              UserWarning, stacklevel=3)
+        evals = booster.fit(X_binned, y, sample_weight, streams, eval_sets, metric,
+                            record_training, callbacks, trace)
         if stopper is not None:
             booster.truncate(stopper.best_iteration + 1)
             self.best_iteration_ = stopper.best_iteration
         else:
             self.best_iteration_ = None
+        self.evals_result_ = _continued.merged_log(previous, evals)
+        if trace is not None:
+            from .trace import trace_tables
+
+            names = getattr(self, "feature_names_in_", None)
+            old = previous.trace if previous is not None else []
+            self.trace_ = old + trace_tables(trace, names)
+        elif hasattr(self, "trace_"):
+            del self.trace_
         self._booster = booster
         self.n_iter_ = len(booster.trees)
 
@@ -186,7 +247,12 @@ class _TreeBoostBase(BaseEstimator):
             max_cat_threshold=self.max_cat_threshold, max_cat_to_onehot=self.max_cat_to_onehot)
         return BoostingParams(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
                               subsample=self.subsample, colsample_bytree=self.colsample_bytree,
-                              max_delta_step=self.max_delta_step, grower=grower)
+                              max_delta_step=self.max_delta_step, grower=grower,
+                              boosting=self.boosting, drop_rate=self.drop_rate,
+                              skip_drop=self.skip_drop, max_drop=self.max_drop,
+                              uniform_drop=self.uniform_drop,
+                              xgboost_dart_mode=self.xgboost_dart_mode, top_rate=self.top_rate,
+                              other_rate=self.other_rate)
 
     # ---- prediction -----------------------------------------------------------
     def _validate_X(self, X):
@@ -247,6 +313,27 @@ class _TreeBoostBase(BaseEstimator):
 
         save_model(self, path)
 
+    def format_trace(self, stages=None, max_rows: int = 50) -> str:
+        """The recorded stages (``trace=True``) as a worked example in plain text.
+
+        Parameters
+        ----------
+        stages : iterable of int, default=None
+            0-based stages to print; None prints all.
+        max_rows : int, default=50
+            Rows of each stage's table printed at most.
+
+        Returns
+        -------
+        str
+            Per stage and output: the split(s), a table of F, pseudo-residual
+            and leaf of every row, and the leaves' values.
+        """
+        from .trace import format_trace
+
+        check_is_fitted(self, "trace_")
+        return format_trace(self.trace_, stages=stages, max_rows=max_rows)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
@@ -264,7 +351,10 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
                  colsample_bynode=1.0, categorical_features="from_dtype", max_cat_to_onehot=16,
                  max_cat_threshold=32, cat_smooth=10.0, cat_l2=10.0, n_iter_no_change=None,
                  tol=1e-7, validation_fraction=0.1, eval_metric=None,
-                 importance_type="gain", verbose=0, n_jobs=None, random_state=None):
+                 importance_type="gain", verbose=0, n_jobs=None, random_state=None,
+                 boosting="gbdt", drop_rate=0.1, skip_drop=0.5, max_drop=50,
+                 uniform_drop=False, xgboost_dart_mode=False, top_rate=0.2, other_rate=0.1,
+                 trace=False, warm_start=False):
         self.loss = loss
         self.alpha = alpha
         self.power = power
@@ -295,6 +385,16 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.boosting = boosting
+        self.drop_rate = drop_rate
+        self.skip_drop = skip_drop
+        self.max_drop = max_drop
+        self.uniform_drop = uniform_drop
+        self.xgboost_dart_mode = xgboost_dart_mode
+        self.top_rate = top_rate
+        self.other_rate = other_rate
+        self.trace = trace
+        self.warm_start = warm_start
 
     def _make_loss(self):
         return get_loss(self.loss, alpha=self.alpha, power=self.power)
@@ -359,7 +459,10 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
                  categorical_features="from_dtype", max_cat_to_onehot=16, max_cat_threshold=32,
                  cat_smooth=10.0, cat_l2=10.0, class_weight=None, n_iter_no_change=None,
                  tol=1e-7, validation_fraction=0.1, eval_metric=None,
-                 importance_type="gain", verbose=0, n_jobs=None, random_state=None):
+                 importance_type="gain", verbose=0, n_jobs=None, random_state=None,
+                 boosting="gbdt", drop_rate=0.1, skip_drop=0.5, max_drop=50,
+                 uniform_drop=False, xgboost_dart_mode=False, top_rate=0.2, other_rate=0.1,
+                 trace=False, warm_start=False):
         self.loss = loss
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -389,6 +492,16 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.boosting = boosting
+        self.drop_rate = drop_rate
+        self.skip_drop = skip_drop
+        self.max_drop = max_drop
+        self.uniform_drop = uniform_drop
+        self.xgboost_dart_mode = xgboost_dart_mode
+        self.top_rate = top_rate
+        self.other_rate = other_rate
+        self.trace = trace
+        self.warm_start = warm_start
 
     def _make_loss(self):
         return get_loss(self.loss, n_classes=self.n_classes_)
@@ -544,6 +657,10 @@ feature_importances_ : ndarray of shape (n_features_in_,)
     Gain share or split count of each feature.
 booster_ : Booster
     The fitted model.
+trace_ : list of dict
+    With ``trace=True``: one entry per stage and output (``treeboost.trace``),
+    with the tables ``rows`` (F, residual, hessian, leaf of each row) and
+    ``leaves`` (line-search value and shrunk value of each leaf).
 """
 
 TreeBoostRegressor.__doc__ = f"""Gradient tree boosting for regression (histogram trees, leaf-wise).

@@ -102,6 +102,16 @@ def exercise_estimators():
         fit_predict(TreeBoostRegressor(loss=loss, **common), X_nan, y_pos)
     fit_predict(TreeBoostRegressor(loss="tweedie", power=3, **common), X, y_pos)
     fit_predict(TreeBoostClassifier(loss="exponential", **common), X_nan, targets["binary"][1])
+    # boosting modes (their bookkeeping is NumPy, but they drive the kernels with GOSS
+    # row samples, DART's dropped-tree traversals and rf's averaged trees), continued
+    # training (raw scores rebuilt by traversal) and trace=True (leaves of out-of-sample rows)
+    for cls, y in targets.values():
+        for mode, extra in (("rf", {"subsample": 0.7}), ("dart", {"skip_drop": 0.0}),
+                            ("goss", {"learning_rate": 0.5})):
+            fit_predict(cls(boosting=mode, **extra, **common), X_nan, y,
+                        eval_set=[(X_nan[:40], y[:40])])
+        first = cls(subsample=0.7, trace=True, **common).fit(X_nan, y)
+        fit_predict(cls(**common), X_nan, y, init_model=first)
     # TreeSHAP (rows are made float64 first, so float32 input shares the signature)
     model = TreeBoostClassifier(categorical_features=[0, 1], **common)
     model.fit(X_cat, np.digitize(y_cat, [0.5, 1.5]))
