@@ -134,6 +134,13 @@ class TreeGrower:
         self._ordered_g = np.empty(n_samples, dtype=G_H_DTYPE)
         self._ordered_h = np.empty(n_samples, dtype=G_H_DTYPE)
         self._pool: list[np.ndarray] = []
+        self._split_out = np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
+        self._split_bitsets = np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32)
+        # float() every scalar: an int reg_lambda=1 would compile another signature
+        self._split_scalars = (
+            float(params.reg_lambda), float(params.reg_alpha), float(params.min_samples_leaf),
+            float(params.min_child_weight), float(params.cat_l2), float(params.cat_smooth),
+            int(params.max_cat_threshold), int(params.max_cat_to_onehot))
         self.sparse = isinstance(X_binned, SparseBinned)
         if self.sparse:
             self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
@@ -165,16 +172,14 @@ class TreeGrower:
         if p.colsample_bynode < 1.0:
             k = max(1, int(round(p.colsample_bynode * features.size)))
             features = np.sort(rng.choice(features, k, replace=False)).astype(NODE_DTYPE)
-        out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
-        bitsets = np.empty((features.size, BITSET_WORDS), dtype=np.uint32)
-        # float() every scalar: an int reg_lambda=1 would compile another signature
+        # buffers sized for every feature, sliced: a tree of small nodes calls this
+        # thousands of times per fit, and allocations were a visible share of it
+        out = self._split_out[:features.size]
+        bitsets = self._split_bitsets[:features.size]
         find_best_splits(node.hist, features, self.n_bins_non_missing, self.is_categorical,
-                         MISSING_BIN,
-                         float(node.sum_g), float(node.sum_h), float(node.count),
-                         float(p.reg_lambda), float(p.reg_alpha), float(p.min_samples_leaf),
-                         float(p.min_child_weight), float(p.cat_l2), float(p.cat_smooth),
-                         int(p.max_cat_threshold), int(p.max_cat_to_onehot), out, bitsets)
-        best = int(np.argmax(out[:, GAIN]))  # first maximum: lowest feature wins ties
+                         MISSING_BIN, float(node.sum_g), float(node.sum_h), float(node.count),
+                         *self._split_scalars, out, bitsets)
+        best = int(out[:, GAIN].argmax())  # first maximum: lowest feature wins ties
         gain = out[best, GAIN]
         if gain > p.min_split_gain and gain > 0.0:
             row = out[best]
