@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
-from .binning import BinMapper, SparseBinned
+from .binning import BinMapper, SparseBinned, canonical_sparse
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
 from .metrics import Metric
@@ -278,6 +279,8 @@ class Booster:
 
     def staged_predict_raw(self, X: np.ndarray):
         """Yield raw scores after each stage (shape (n_samples, n_outputs))."""
+        if sp.issparse(X):  # once, not at every stage's add_raw
+            X = canonical_sparse(X, "csr")
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
         rf, n_stages = self.params.boosting == "rf", len(self.trees)
         for m in range(n_stages):

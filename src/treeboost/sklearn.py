@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
@@ -26,7 +27,7 @@ from . import _continued
 from . import params as _params
 from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
-from .binning import BinMapper
+from .binning import BinMapper, canonical_sparse
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
 from .dataset import as_pandas, categorical_mask, frame_to_array
@@ -184,6 +185,8 @@ class _TreeBoostBase(BaseEstimator):
         return X, y, sample_weight, eval_data
 
     def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams, previous=None):
+        if sp.issparse(X):  # binning reads columns: convert once for fit and transform
+            X = canonical_sparse(X, "csc")
         if previous is None:
             bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"],
                                    is_categorical=self.is_categorical_).fit(X)

@@ -143,19 +143,25 @@ def build_histograms_sparse(col_ptr, rows, bins, zero_bin, n_bins_non_missing, m
 
 
 @inline
-def _stored_bin(col_ptr, rows, bins, zero_bin, f, i):
-    """Bin of row i in feature f: binary search among the stored rows."""
-    lo = col_ptr[f]
-    hi = col_ptr[f + 1]
+def _find_sorted(keys, lo, hi, key):
+    """Index of ``key`` in the ascending ``keys[lo:hi]``, or -1 when absent."""
+    stop = hi
     while lo < hi:
         mid = (lo + hi) >> 1
-        if rows[mid] < i:
+        if keys[mid] < key:
             lo = mid + 1
         else:
             hi = mid
-    if lo < col_ptr[f + 1] and rows[lo] == i:
-        return bins[lo]
-    return zero_bin[f]
+    if lo < stop and keys[lo] == key:
+        return lo
+    return -1
+
+
+@inline
+def _stored_bin(col_ptr, rows, bins, zero_bin, f, i):
+    """Bin of row i in feature f: its stored entry, else the zero bin."""
+    j = _find_sorted(rows, col_ptr[f], col_ptr[f + 1], i)
+    return bins[j] if j >= 0 else zero_bin[f]
 
 
 @parallel_kernel
@@ -179,17 +185,8 @@ def predict_binned_sparse(col_ptr, rows, bins, zero_bin, feature, bin_threshold,
 @inline
 def _csr_value(indptr, indices, data, i, f):
     """X[i, f] of a canonical CSR matrix (0.0 when not stored)."""
-    lo = indptr[i]
-    hi = indptr[i + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if indices[mid] < f:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < indptr[i + 1] and indices[lo] == f:
-        return np.float64(data[lo])
-    return 0.0
+    j = _find_sorted(indices, indptr[i], indptr[i + 1], f)
+    return np.float64(data[j]) if j >= 0 else 0.0
 
 
 @parallel_kernel
