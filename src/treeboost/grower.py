@@ -25,6 +25,7 @@ from ._dtypes import (
     NODE_DTYPE,
     SUM_DTYPE,
 )
+from ._kernels.grower import grow_tree
 from ._kernels.histogram import build_histograms, build_histograms_root, build_histograms_serial
 from ._kernels.partition import partition_rows, partition_rows_serial
 from ._kernels.sparse import build_histograms_sparse
@@ -45,6 +46,10 @@ from .binning import SparseBinned
 # pool costs more than the work (and much more on a loaded machine).
 _SERIAL_PARTITION_ROWS = 32_768
 _SERIAL_HISTOGRAM_UPDATES = 200_000
+# Dense data with a bounded number of leaves and no per-node column sampling is
+# grown by one kernel call per tree (``_kernels.grower``); the Python loop below
+# handles the rest. False forces the Python loop (tests compare the two).
+_KERNEL_GROWTH = True
 
 
 @dataclass
@@ -141,6 +146,12 @@ class TreeGrower:
             float(params.reg_lambda), float(params.reg_alpha), float(params.min_samples_leaf),
             float(params.min_child_weight), float(params.cat_l2), float(params.cat_smooth),
             int(params.max_cat_threshold), int(params.max_cat_to_onehot))
+        self._growth_scalars = (
+            float(params.min_samples_leaf), float(params.min_child_weight),
+            float(params.min_split_gain), float(params.reg_lambda), float(params.reg_alpha),
+            float(params.cat_l2), float(params.cat_smooth), int(params.max_cat_threshold),
+            int(params.max_cat_to_onehot))
+        self._hist_pool = None
         self.sparse = isinstance(X_binned, SparseBinned)
         if self.sparse:
             self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
@@ -210,6 +221,8 @@ class TreeGrower:
         GrownTree
         """
         p = self.params
+        if self.uses_kernel:
+            return self._grow_kernel(gradient, hessian, sample_indices, features, all_rows)
         root = _Node(0, 0, sample_indices.size, 0.0, 0.0, sample_indices.size, 0)
         if self.sparse:
             g, h = (gradient, hessian) if all_rows else (gradient[sample_indices],
@@ -252,6 +265,42 @@ class TreeGrower:
         for node in nodes:
             self._release(node)
         return self._assemble(nodes, children)
+
+    @property
+    def uses_kernel(self) -> bool:
+        """Whether ``grow`` builds each tree in one kernel call (``_kernels.grower``)."""
+        p = self.params
+        return (_KERNEL_GROWTH and not self.sparse and p.max_leaf_nodes is not None
+                and p.colsample_bynode >= 1.0)
+
+    def kernel_arguments(self, gradient, hessian, sample_indices, features,
+                         all_rows) -> tuple:
+        """The arguments of ``_kernels.grower.grow_tree`` for one tree (``uses_kernel``)."""
+        p = self.params
+        if self._hist_pool is None:
+            # one histogram per leaf at most; np.empty commits only the slots used
+            self._hist_pool = np.empty((p.max_leaf_nodes, self.n_features, N_BINS, 3),
+                                       dtype=SUM_DTYPE)
+        return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
+                self.n_bins_non_missing, self.is_categorical, MISSING_BIN,
+                int(p.max_leaf_nodes), -1 if p.max_depth is None else int(p.max_depth),
+                *self._growth_scalars, _SERIAL_PARTITION_ROWS, _SERIAL_HISTOGRAM_UPDATES,
+                self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
+                self._split_out, self._split_bitsets, self._hist_pool)
+
+    def _grow_kernel(self, gradient, hessian, sample_indices, features, all_rows) -> GrownTree:
+        (n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, left, right,
+         gain, count, sum_g, sum_h, start, stop) = grow_tree(*self.kernel_arguments(
+             gradient, hessian, sample_indices, features, all_rows))
+        left = left[:n_nodes]
+        leaves = np.flatnonzero(left < 0)
+        return GrownTree(
+            feature=feature[:n_nodes], bin_threshold=bin_thr[:n_nodes],
+            missing_left=missing_left[:n_nodes], is_categorical=is_categorical[:n_nodes],
+            cat_bitset=cat_bitset[:n_nodes], left=left, right=right[:n_nodes],
+            gain=gain[:n_nodes], count=count[:n_nodes], sum_g=sum_g[:n_nodes],
+            sum_h=sum_h[:n_nodes], leaf_nodes=leaves, leaf_starts=start[leaves],
+            leaf_stops=stop[leaves])
 
     def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
         _, feature, bin_thr, missing_left, gl, hl, cl, bitset = parent.split

@@ -1,0 +1,290 @@
+"""Grow one tree leaf-wise in a single kernel call (dense binned data).
+
+The same algorithm as ``treeboost.grower.TreeGrower``'s Python loop, node for
+node: the histogram, partition and split kernels are the same and are called
+in the same order with the same arguments, so the trees are bit-identical.
+What this saves is the interpreter: a tree of a few leaves on a few hundred
+rows costs ~10 Python calls per node there, which was most of the time of a
+study over small datasets.
+
+Node bookkeeping is a struct of arrays indexed by node id (children get the
+next two ids, as in the Python grower). The leaf to split next is the one
+with the largest gain, ties to the lowest node id: the order of the Python
+grower's heap of (-gain, node_id). Histograms live in ``hist_pool`` slots:
+a splittable leaf holds one; after a split the larger child takes over the
+parent's slot (parent minus smaller child) and the smaller child a free one.
+"""
+
+import numpy as np
+
+from ._jit import inline, kernel
+from .histogram import build_histograms, build_histograms_root, build_histograms_serial
+from .partition import partition_rows, partition_rows_serial
+from .splitting import (
+    BIN,
+    BITSET_WORDS,
+    GAIN,
+    LEFT_C,
+    LEFT_G,
+    LEFT_H,
+    MISSING_LEFT,
+    find_best_splits,
+)
+
+
+@inline
+def _zero_used_bins(hist, features, n_bins_non_missing, missing_bin):
+    """Zero the bins rows can fall in: each listed feature's value bins and missing bin.
+
+    The other slots of a (n_features, 256, 3) histogram are never read; on
+    wide data with few distinct values zeroing (and subtracting) all of them
+    cost far more than building the histogram.
+    """
+    for k in range(features.shape[0]):
+        f = features[k]
+        hist[f, :n_bins_non_missing[f]] = 0.0
+        hist[f, missing_bin] = 0.0
+
+
+@inline
+def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin):
+    """large -= small over the bins ``_zero_used_bins`` zeroes."""
+    for k in range(features.shape[0]):
+        f = features[k]
+        for b in range(n_bins_non_missing[f]):
+            for c in range(3):
+                large[f, b, c] -= small[f, b, c]
+        for c in range(3):
+            large[f, missing_bin, c] -= small[f, missing_bin, c]
+
+
+@inline
+def _build_node_histogram(X_binned, rows, gradient, hessian, features, n_bins_non_missing,
+                          missing_bin, ordered_gradient, ordered_hessian, hist,
+                          serial_histogram_updates):
+    """Zero ``hist``'s used bins and build it from ``rows`` (serial below the threshold)."""
+    _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
+    if rows.shape[0] * features.shape[0] >= serial_histogram_updates:
+        build_histograms(X_binned, rows, gradient, hessian, features, ordered_gradient,
+                         ordered_hessian, hist)
+    else:
+        build_histograms_serial(X_binned, rows, gradient, hessian, features,
+                                ordered_gradient, ordered_hessian, hist)
+
+
+@kernel
+def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
+              n_bins_non_missing, is_categorical, missing_bin, max_leaf_nodes, max_depth,
+              min_samples_leaf, min_child_weight, min_split_gain, reg_lambda, reg_alpha,
+              cat_l2, cat_smooth, max_cat_threshold, max_cat_to_onehot,
+              serial_partition_rows, serial_histogram_updates,
+              left_buffer, right_buffer, ordered_gradient, ordered_hessian,
+              split_out, split_bitsets, hist_pool):
+    """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
+    # X_binned: uint8 (n_features, n_samples), feature-major        # IN
+    # gradient, hessian: float32 (n_samples,)                        # IN
+    # sample_indices: uint32 (n_rows,)                               # IN/OUT, grouped by leaf
+    # features: int32 (n_used,)                                      # IN
+    # n_bins_non_missing: int32, is_categorical: uint8 (n_features,) # IN
+    # max_leaf_nodes >= 2; max_depth < 0 means unlimited
+    # left_buffer, right_buffer: uint32 (>= n_rows,)                 # scratch
+    # ordered_gradient, ordered_hessian: float32 (>= n_rows,)        # scratch
+    # split_out: float64 (>= n_used, N_SPLIT_COLUMNS)                # scratch
+    # split_bitsets: uint32 (>= n_used, BITSET_WORDS)                # scratch
+    # hist_pool: float64 (max_leaf_nodes, n_features, n_bins, 3)     # scratch
+    capacity = 2 * max_leaf_nodes - 1
+    n_used = features.shape[0]
+    feature = np.full(capacity, -1, dtype=np.int32)
+    bin_threshold = np.full(capacity, -1, dtype=np.int32)
+    missing_left = np.zeros(capacity, dtype=np.uint8)
+    node_categorical = np.zeros(capacity, dtype=np.uint8)
+    cat_bitset = np.zeros((capacity, BITSET_WORDS), dtype=np.uint32)
+    left = np.full(capacity, -1, dtype=np.int32)
+    right = np.full(capacity, -1, dtype=np.int32)
+    gain = np.zeros(capacity, dtype=np.float64)
+    count = np.zeros(capacity, dtype=np.int64)
+    sum_g = np.zeros(capacity, dtype=np.float64)
+    sum_h = np.zeros(capacity, dtype=np.float64)
+    start = np.zeros(capacity, dtype=np.int64)
+    stop = np.zeros(capacity, dtype=np.int64)
+    depth = np.zeros(capacity, dtype=np.int64)
+    slot = np.full(capacity, -1, dtype=np.int64)  # histogram slot held, -1: none
+    # the best split found for each node, applied if the node is chosen
+    split_gain = np.full(capacity, -np.inf)
+    split_feature = np.zeros(capacity, dtype=np.int32)
+    split_bin = np.zeros(capacity, dtype=np.int32)
+    split_ml = np.zeros(capacity, dtype=np.uint8)
+    split_gl = np.zeros(capacity)
+    split_hl = np.zeros(capacity)
+    split_cl = np.zeros(capacity, dtype=np.int64)
+    split_bitset = np.zeros((capacity, BITSET_WORDS), dtype=np.uint32)
+    candidate = np.zeros(capacity, dtype=np.uint8)  # a leaf with a valid split
+    free_slots = np.arange(max_leaf_nodes - 1, -1, -1)  # a stack: slot 0 on top
+    n_free = max_leaf_nodes
+
+    # ---- root ------------------------------------------------------------------
+    n_rows = sample_indices.shape[0]
+    stop[0] = n_rows
+    count[0] = n_rows
+    n_free -= 1
+    slot[0] = free_slots[n_free]
+    hist = hist_pool[slot[0]]
+    if all_rows:
+        _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
+        build_histograms_root(X_binned, gradient, hessian, features, hist)
+    else:
+        _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
+                              n_bins_non_missing, missing_bin, ordered_gradient,
+                              ordered_hessian, hist, serial_histogram_updates)
+    g0 = 0.0
+    h0 = 0.0
+    f0 = features[0]
+    for b in range(n_bins_non_missing[f0]):
+        g0 += hist[f0, b, 0]
+        h0 += hist[f0, b, 1]
+    # the empty slots between would add +0.0, which changes no sum
+    g0 += hist[f0, missing_bin, 0]
+    h0 += hist[f0, missing_bin, 1]
+    sum_g[0] = g0
+    sum_h[0] = h0
+    n_nodes = 1
+    _consider(0, depth, count, sum_h, sum_g, slot, hist_pool, features, n_used,
+              n_bins_non_missing, is_categorical, missing_bin, max_depth, min_samples_leaf,
+              min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
+              max_cat_threshold, max_cat_to_onehot, split_out, split_bitsets, split_gain,
+              split_feature, split_bin, split_ml, split_gl, split_hl, split_cl,
+              split_bitset, candidate)
+    if candidate[0] == 0:
+        n_free = _release(0, slot, free_slots, n_free)
+
+    # ---- best-first growth -----------------------------------------------------------
+    n_leaves = 1
+    while n_leaves < max_leaf_nodes:
+        node = -1
+        best = 0.0
+        for j in range(n_nodes):
+            if candidate[j] and (node < 0 or split_gain[j] > best):
+                node = j
+                best = split_gain[j]
+        if node < 0:
+            break
+        candidate[node] = 0
+        f = split_feature[node]
+        rows = sample_indices[start[node]:stop[node]]
+        if rows.shape[0] >= serial_partition_rows:
+            n_left = partition_rows(rows, X_binned, f, is_categorical[f] == 1,
+                                    split_bin[node], split_ml[node] == 1, missing_bin,
+                                    split_bitset[node], left_buffer, right_buffer)
+        else:
+            n_left = partition_rows_serial(rows, X_binned, f, is_categorical[f] == 1,
+                                           split_bin[node], split_ml[node] == 1,
+                                           missing_bin, split_bitset[node], left_buffer,
+                                           right_buffer)
+        feature[node] = f
+        bin_threshold[node] = split_bin[node]
+        missing_left[node] = split_ml[node]
+        node_categorical[node] = is_categorical[f]
+        cat_bitset[node] = split_bitset[node]
+        gain[node] = split_gain[node]
+        lc = n_nodes
+        rc = n_nodes + 1
+        n_nodes += 2
+        left[node] = lc
+        right[node] = rc
+        mid = start[node] + n_left
+        start[lc] = start[node]
+        stop[lc] = mid
+        start[rc] = mid
+        stop[rc] = stop[node]
+        sum_g[lc] = split_gl[node]
+        sum_h[lc] = split_hl[node]
+        count[lc] = split_cl[node]
+        sum_g[rc] = sum_g[node] - split_gl[node]
+        sum_h[rc] = sum_h[node] - split_hl[node]
+        count[rc] = count[node] - split_cl[node]
+        depth[lc] = depth[node] + 1
+        depth[rc] = depth[node] + 1
+        n_leaves += 1
+        if n_leaves < max_leaf_nodes and (
+                _can_split(lc, depth, count, sum_h, max_depth, min_samples_leaf,
+                           min_child_weight)
+                or _can_split(rc, depth, count, sum_h, max_depth, min_samples_leaf,
+                              min_child_weight)):
+            small, large = (lc, rc) if count[lc] <= count[rc] else (rc, lc)
+            n_free -= 1
+            slot[small] = free_slots[n_free]
+            small_hist = hist_pool[slot[small]]
+            _build_node_histogram(X_binned, sample_indices[start[small]:stop[small]],
+                                  gradient, hessian, features, n_bins_non_missing,
+                                  missing_bin, ordered_gradient, ordered_hessian, small_hist,
+                                  serial_histogram_updates)
+            # the larger child's histogram is the parent's minus the smaller's
+            slot[large] = slot[node]
+            slot[node] = -1
+            _subtract_used_bins(hist_pool[slot[large]], small_hist, features,
+                                n_bins_non_missing, missing_bin)
+            for child in range(lc, rc + 1):  # left, then right
+                _consider(child, depth, count, sum_h, sum_g, slot, hist_pool, features,
+                          n_used, n_bins_non_missing, is_categorical, missing_bin, max_depth,
+                          min_samples_leaf, min_child_weight, min_split_gain, reg_lambda,
+                          reg_alpha, cat_l2, cat_smooth, max_cat_threshold,
+                          max_cat_to_onehot, split_out, split_bitsets, split_gain,
+                          split_feature, split_bin, split_ml, split_gl, split_hl, split_cl,
+                          split_bitset, candidate)
+                if candidate[child] == 0:
+                    n_free = _release(child, slot, free_slots, n_free)
+        n_free = _release(node, slot, free_slots, n_free)
+    return (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
+            right, gain, count, sum_g, sum_h, start, stop)
+
+
+@inline
+def _release(node, slot, free_slots, n_free):
+    """Give ``node``'s histogram slot back; return the new number of free slots."""
+    if slot[node] >= 0:
+        free_slots[n_free] = slot[node]
+        slot[node] = -1
+        n_free += 1
+    return n_free
+
+
+@inline
+def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child_weight):
+    """Whether ``node`` may be split at all (depth, rows and hessian mass)."""
+    if max_depth >= 0 and depth[node] >= max_depth:
+        return False
+    return count[node] >= 2 * min_samples_leaf and sum_h[node] >= 2 * min_child_weight
+
+
+@kernel
+def _consider(node, depth, count, sum_h, sum_g, slot, hist_pool, features, n_used,
+              n_bins_non_missing, is_categorical, missing_bin, max_depth, min_samples_leaf,
+              min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
+              max_cat_threshold, max_cat_to_onehot, split_out, split_bitsets, split_gain,
+              split_feature, split_bin, split_ml, split_gl, split_hl, split_cl, split_bitset,
+              candidate):
+    """Find ``node``'s best split; mark it a candidate if the gain is worth a split."""
+    if slot[node] < 0 or not _can_split(node, depth, count, sum_h, max_depth,
+                                        min_samples_leaf, min_child_weight):
+        return
+    out = split_out[:n_used]
+    bitsets = split_bitsets[:n_used]
+    find_best_splits(hist_pool[slot[node]], features, n_bins_non_missing, is_categorical,
+                     missing_bin, sum_g[node], sum_h[node], float(count[node]), reg_lambda,
+                     reg_alpha, min_samples_leaf, min_child_weight, cat_l2, cat_smooth,
+                     max_cat_threshold, max_cat_to_onehot, out, bitsets)
+    best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
+    for k in range(1, n_used):
+        if out[k, GAIN] > out[best, GAIN]:
+            best = k
+    value = out[best, GAIN]
+    if value > min_split_gain and value > 0.0:
+        candidate[node] = 1
+        split_gain[node] = value
+        split_feature[node] = features[best]
+        split_bin[node] = int(out[best, BIN])
+        split_ml[node] = int(out[best, MISSING_LEFT])
+        split_gl[node] = out[best, LEFT_G]
+        split_hl[node] = out[best, LEFT_H]
+        split_cl[node] = int(out[best, LEFT_C])
+        split_bitset[node] = bitsets[best]
