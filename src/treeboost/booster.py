@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
+from ._kernels.booster import grow_newton_tree
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
@@ -192,8 +193,15 @@ class Booster:
         features = sample_columns(self.n_features, p.colsample_bytree,
                                   rngs["columns"] if p.colsample_bytree < 1.0 else None)
         stage = []
+        # Newton leaves on kernel-grown trees: the whole tree in one kernel call
+        fused = trace is None and self.loss.newton_leaves and state.grower.uses_kernel
         for k in range(K):
             indices = rows.copy()
+            if fused:
+                tree = self._newton_tree(state, k, indices, features, outside, shrink)
+                state.add_to_eval_sets(tree, k)
+                stage.append(tree)
+                continue
             grown = state.grower.grow(state.gradient[k], state.hessian[k], indices, features,
                                       rngs["nodes"] if p.grower.colsample_bynode < 1.0 else None,
                                       all_rows=outside is None)
@@ -210,6 +218,23 @@ class Booster:
             self._scale_stages(dropped, dropped_scale)
             state.add_stages(self, dropped, sign=1.0)
         self._packed.clear()
+
+    def _newton_tree(self, state: _TrainingState, k: int, indices, features, outside,
+                     shrink: float) -> Tree:
+        """Grow output k's tree, set its Newton values and add it to the raw scores."""
+        grow_args = state.grower.kernel_arguments(state.gradient[k], state.hessian[k],
+                                                  indices, features, outside is None)
+        mds = self.params.max_delta_step
+        bm = self.bin_mapper
+        (n, feature, threshold, bin_threshold, missing_left, is_categorical, cat_bitset, left,
+         right, value, gain, count, cover) = grow_newton_tree(
+            *grow_args, np.inf if mds is None else float(mds), float(shrink), bm.bin_edges_,
+            bm.n_edges_, _NO_ROWS if outside is None else outside, state.raw[k])
+        return Tree(feature=feature[:n], threshold=threshold[:n],
+                    bin_threshold=bin_threshold[:n], missing_left=missing_left[:n],
+                    is_categorical=is_categorical[:n], cat_bitset=cat_bitset[:n],
+                    left=left[:n], right=right[:n], value=value[:n], gain=gain[:n],
+                    count=count[:n], cover=cover[:n])
 
     def _leaf_values(self, grown: GrownTree, y, raw_k, sample_weight, indices, context):
         """Every node's value before shrinkage: the loss's line search at the leaves."""
@@ -277,18 +302,33 @@ class Booster:
             return self.init_score[None, :] + out * (len(self.trees) / stop)
         return self._packed_trees(0, stop).add_raw(X, out)
 
-    def staged_predict_raw(self, X: np.ndarray):
-        """Yield raw scores after each stage (shape (n_samples, n_outputs))."""
+    def staged_predict_raw(self, X: np.ndarray, stages=None):
+        """Yield raw scores (shape (n_samples, n_outputs)) after the given stages.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix
+            C-ordered float rows, or a SciPy sparse matrix.
+        stages : iterable of int, default=None
+            Increasing stage counts (1-based) to yield at, capped at the number of
+            stages; None yields after every stage. The trees between two yields
+            are traversed together, so reading a few stages costs one prediction.
+        """
         if sp.issparse(X):  # once, not at every stage's add_raw
             X = canonical_sparse(X, "csr")
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
         rf, n_stages = self.params.boosting == "rf", len(self.trees)
-        for m in range(n_stages):
-            PackedTrees(self.trees[m], list(range(len(self.trees[m]))),
+        done = 0
+        for stop in range(1, n_stages + 1) if stages is None else stages:
+            stop = min(int(stop), n_stages)
+            trees = self.trees[done:stop]
+            PackedTrees([t for stage in trees for t in stage],
+                        [k for stage in trees for k in range(len(stage))],
                         self.bin_mapper).add_raw(X, out)
-            if rf:  # the stored trees are divided by n_stages: the mean of the first m + 1
+            done = max(done, stop)
+            if rf and stop:  # the stored trees are divided by n_stages: the mean of the first
                 init = self.init_score[None, :]
-                yield init + (out - init) * (n_stages / (m + 1))
+                yield init + (out - init) * (n_stages / stop)
             else:
                 yield out.copy()
 
@@ -358,6 +398,10 @@ class _TrainingState:
                         tree.value[grown.leaf_nodes])
         if outside is not None:
             _add_tree_binned(tree, self.X_binned, outside, self.raw[k])
+        self.add_to_eval_sets(tree, k)
+
+    def add_to_eval_sets(self, tree: Tree, k: int) -> None:
+        """Add a new tree of output k to the raw scores of the eval sets."""
         for e, er, rr in zip(self.eval_sets, self.eval_raw, self.eval_rows, strict=True):
             _add_tree_binned(tree, e.X_binned, rr, er[k])
 
@@ -397,6 +441,9 @@ def _trace_record(m, k, raw_k, residual, hessian, state, grown, indices, gamma, 
             "missing_left": tree.missing_left.copy(), "left": tree.left.copy(),
             "right": tree.right.copy(), "count": tree.count.copy(),
             "dropped": [int(d) for d in dropped]}
+
+
+_NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
 
 
 def _complement(rows: np.ndarray, n: int) -> np.ndarray:

@@ -112,6 +112,11 @@ class Loss:
         """Value of each leaf before shrinkage; Newton's step unless overridden."""
         return newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha)
 
+    @property
+    def newton_leaves(self) -> bool:
+        """Whether leaves take the plain Newton step (``leaf_values`` not overridden)."""
+        return type(self).leaf_values is Loss.leaf_values
+
     # ---- predictions ----------------------------------------------------
     def inverse_link(self, raw: np.ndarray) -> np.ndarray:
         """Predictions (mean, probability) from raw scores of shape (n_outputs, n)."""

@@ -1,0 +1,70 @@
+"""One boosting tree with Newton leaves, from gradients to updated raw scores, in one call.
+
+For a loss whose leaves take the Newton step (log-loss, softmax, exponential,
+Poisson, ...), everything a stage does per tree after the gradients is array
+work: grow the tree (``grower.grow_tree``), set every node's value
+-T(G)/(H + lambda) clipped to ``max_delta_step`` and shrunk, map split bins to
+raw thresholds, and add the leaf values to the raw scores (through the
+partition for the stage's rows, by traversal for the others). The Python
+version of these steps is the same arithmetic in the same order
+(``Booster._leaf_values``, ``_make_tree``, ``_TrainingState.add_tree``); it
+cost more than the tree itself on small data, tens of thousands of times a fit.
+"""
+
+import numpy as np
+
+from ._jit import kernel
+from .grower import grow_tree
+from .predict import predict_binned
+from .splitting import soft_threshold
+
+
+@kernel
+def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
+                     n_bins_non_missing, is_categorical, missing_bin, max_leaf_nodes,
+                     max_depth, min_samples_leaf, min_child_weight, min_split_gain,
+                     reg_lambda, reg_alpha, cat_l2, cat_smooth, max_cat_threshold,
+                     max_cat_to_onehot, serial_partition_rows, serial_histogram_updates,
+                     left_buffer, right_buffer, ordered_gradient, ordered_hessian, split_out,
+                     split_bitsets, hist_pool, max_delta_step, shrinkage, bin_edges, n_edges,
+                     outside, raw_score):
+    """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
+    # the arguments up to hist_pool are grow_tree's
+    # max_delta_step: float, np.inf for none; shrinkage: float
+    # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
+    # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
+    # raw_score: float64 (n_samples,), this tree's output                      # IN/OUT
+    (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
+     right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
+        X_binned, gradient, hessian, sample_indices, features, all_rows, n_bins_non_missing,
+        is_categorical, missing_bin, max_leaf_nodes, max_depth, min_samples_leaf,
+        min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
+        max_cat_threshold, max_cat_to_onehot, serial_partition_rows,
+        serial_histogram_updates, left_buffer, right_buffer, ordered_gradient,
+        ordered_hessian, split_out, split_bitsets, hist_pool)
+    value = np.zeros(feature.shape[0])
+    threshold = np.zeros(feature.shape[0])
+    last_edge = bin_edges.shape[1] - 1
+    for j in range(n_nodes):
+        t = soft_threshold(sum_g[j], reg_alpha)
+        den = sum_h[j] + reg_lambda
+        v = -t / den if den > 0.0 else 0.0
+        # np.clip's order: the lower bound, then the upper
+        v = min(max(v, -max_delta_step), max_delta_step)
+        value[j] = shrinkage * v
+        f = feature[j]
+        if left[j] >= 0 and node_categorical[j] == 0:
+            b = bin_threshold[j]
+            if b >= n_edges[f]:  # every value left, only missing values right
+                threshold[j] = np.finfo(np.float64).max
+            else:
+                threshold[j] = bin_edges[f, min(b, last_edge)]
+        if left[j] < 0:
+            v = value[j]
+            for i in range(start[j], stop[j]):
+                raw_score[sample_indices[i]] += v
+    if outside.shape[0] > 0:
+        predict_binned(X_binned, feature, bin_threshold, missing_left, left, right, value,
+                       node_categorical, cat_bitset, missing_bin, 0, outside, raw_score)
+    return (n_nodes, feature, threshold, bin_threshold, missing_left, node_categorical,
+            cat_bitset, left, right, value, gain, count, sum_h)
