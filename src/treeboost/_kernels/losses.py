@@ -116,35 +116,29 @@ def grad_hess_exponential(y, raw, sample_weight, gradient, hessian):
         hessian[i] = w * e
 
 
-_SOFTMAX_BLOCK = 256  # rows per task: each class's exps of a block stay in cache
+_SOFTMAX_BLOCK = 256  # rows per task: a block's row sums stay in cache
 
 
 @parallel_kernel
-def grad_hess_softmax(y, raw, sample_weight, gradient, hessian, hessian_factor):
+def grad_hess_softmax(y, exp_raw, sample_weight, gradient, hessian, hessian_factor):
     """Multinomial log-loss: g_k = p_k - [y = k], h_k = factor p_k (1 - p_k)."""
-    # raw, gradient, hessian: shape (n_classes, n_samples)
-    # Rows go in blocks, classes outer: every exp is computed once (kept in a
-    # float64 block until the row sums are known) and each loop runs along a
-    # contiguous row of the (n_classes, n_samples) arrays.
-    n_classes, n_samples = raw.shape
+    # exp_raw: float64 (n_classes, n_samples), exp(F_k - max_j F_j)  # IN
+    # gradient, hessian: float32 (n_classes, n_samples)               # OUT
+    # The exponentials come in computed: NumPy's vectorised exp is ~10x
+    # faster than a loop of scalar math.exp calls, and with 26 classes they
+    # were most of a stage's gradient time. Loops run along contiguous rows.
+    n_classes, n_samples = exp_raw.shape
     n_blocks = (n_samples + _SOFTMAX_BLOCK - 1) // _SOFTMAX_BLOCK
     for blk in prange(n_blocks):
         start = blk * _SOFTMAX_BLOCK
         stop = min(start + _SOFTMAX_BLOCK, n_samples)
-        m = raw[0, start:stop].copy()
-        for k in range(1, n_classes):
-            for i in range(start, stop):
-                if raw[k, i] > m[i - start]:
-                    m[i - start] = raw[k, i]
         s = np.zeros(stop - start)
-        e = np.empty((n_classes, stop - start))
         for k in range(n_classes):
             for i in range(start, stop):
-                e[k, i - start] = math.exp(raw[k, i] - m[i - start])
-                s[i - start] += e[k, i - start]
+                s[i - start] += exp_raw[k, i]
         for k in range(n_classes):
             for i in range(start, stop):
                 w = sample_weight[i]
-                p = e[k, i - start] / s[i - start]
-                gradient[k, i] = w * (p - (1.0 if int(y[i]) == k else 0.0))
+                p = exp_raw[k, i] / s[i - start]
+                gradient[k, i] = w * (p - (1.0 if y[i] == k else 0.0))
                 hessian[k, i] = w * hessian_factor * p * (1.0 - p)

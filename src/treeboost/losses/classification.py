@@ -125,9 +125,10 @@ class SoftmaxLogLoss(Loss):
         """g_k = p_k - [y = k], h_k = factor p_k (1 - p_k)."""
         K = self.n_classes
         factor = K / (K - 1.0) if self.multiclass_step == "friedman" else 1.0
-        # the kernel is compiled for C-ordered scores only (one signature)
-        k.grad_hess_softmax(y, np.ascontiguousarray(raw), sample_weight, gradient, hessian,
-                            factor)
+        # shifted by the row maximum so that no exp overflows; C order, one signature
+        exp_raw = np.subtract(raw, raw.max(axis=0), order="C")
+        np.exp(exp_raw, out=exp_raw)
+        k.grad_hess_softmax(y, exp_raw, sample_weight, gradient, hessian, factor)
 
     def inverse_link(self, raw):
         """Class probabilities, shape (n_samples, n_classes)."""
