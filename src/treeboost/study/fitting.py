@@ -157,9 +157,9 @@ def run_fit(task: FitTask) -> dict:
     weight = np.ones(fold.train_codes.size, dtype=np.float64)
     with threads(1):
         booster.fit(X_binned, fold.train_codes, weight, make_streams(task.seed))
-        scores = {stage: score(fold.task, booster.predict_raw(entry.X_test, stage),
-                               fold.test_codes, loss)
-                  for stage in task.stages}
+        stages = sorted(task.stages)
+        scores = {stage: score(fold.task, raw, fold.test_codes, loss) for stage, raw in
+                  zip(stages, booster.staged_predict_raw(entry.X_test, stages), strict=True)}
     return {"scores": scores, "seconds": time.perf_counter() - start}
 
 
