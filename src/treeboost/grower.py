@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ._dtypes import (
@@ -46,6 +47,20 @@ from .binning import SparseBinned
 # pool costs more than the work (and much more on a loaded machine).
 _SERIAL_PARTITION_ROWS = 32_768
 _SERIAL_HISTOGRAM_UPDATES = 200_000
+_ALWAYS_SERIAL = np.iinfo(np.int64).max
+
+
+def _serial_limits() -> tuple[int, int]:
+    """Node sizes from which the parallel partition and histogram kernels are used.
+
+    On one thread (study workers, ``n_jobs=1``) never: the serial kernels add the
+    same values in the same order and skip the parallel region's start-up.
+    """
+    if numba.get_num_threads() == 1:
+        return _ALWAYS_SERIAL, _ALWAYS_SERIAL
+    return _SERIAL_PARTITION_ROWS, _SERIAL_HISTOGRAM_UPDATES
+
+
 # Dense data with a bounded number of leaves and no per-node column sampling is
 # grown by one kernel call per tree (``_kernels.grower``); the Python loop below
 # handles the rest. False forces the Python loop (tests compare the two).
@@ -284,7 +299,7 @@ class TreeGrower:
         return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
                 self.n_bins_non_missing, self.is_categorical, MISSING_BIN,
                 int(p.max_leaf_nodes), -1 if p.max_depth is None else int(p.max_depth),
-                *self._growth_scalars, _SERIAL_PARTITION_ROWS, _SERIAL_HISTOGRAM_UPDATES,
+                *self._growth_scalars, *_serial_limits(),
                 self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
                 self._split_out, self._split_bitsets, self._hist_pool)
 
@@ -305,7 +320,7 @@ class TreeGrower:
     def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
         _, feature, bin_thr, missing_left, gl, hl, cl, bitset = parent.split
         rows = sample_indices[parent.start:parent.stop]
-        partition = partition_rows if rows.size >= _SERIAL_PARTITION_ROWS else \
+        partition = partition_rows if rows.size >= _serial_limits()[0] else \
             partition_rows_serial
         X_binned, row_of_feature = self.X_binned, feature
         if self.sparse:
@@ -361,7 +376,7 @@ class TreeGrower:
             self._mark[sample_indices[node.start:node.stop]] = 0
 
     def _build(self, rows, gradient, hessian, features, hist):
-        build = build_histograms if rows.size * features.size >= _SERIAL_HISTOGRAM_UPDATES \
+        build = build_histograms if rows.size * features.size >= _serial_limits()[1] \
             else build_histograms_serial
         build(self.X_binned, rows, gradient, hessian, features, self._ordered_g,
               self._ordered_h, hist)

@@ -129,7 +129,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     n_free -= 1
     slot[0] = free_slots[n_free]
     hist = hist_pool[slot[0]]
-    if all_rows:
+    if all_rows and n_rows * n_used >= serial_histogram_updates:
         _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
         build_histograms_root(X_binned, gradient, hessian, features, hist)
     else:

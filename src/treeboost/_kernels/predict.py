@@ -80,10 +80,19 @@ def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right, 
     # raw_score: float64 (n_samples,)                     # IN/OUT
     for r in prange(rows.shape[0]):
         i = rows[r]
-        node = root
-        while left[node] >= 0:
-            b = X_binned[feature[node], i]
-            go_left = bin_goes_left(b, is_categorical[node] == 1, bin_threshold[node],
-                                    missing_left[node] == 1, missing_bin, cat_bitset[node])
-            node = left[node] if go_left else right[node]
-        raw_score[i] += value[node]
+        raw_score[i] += value[binned_leaf(X_binned, i, feature, bin_threshold, missing_left,
+                                          left, right, is_categorical, cat_bitset,
+                                          missing_bin, root)]
+
+
+@inline
+def binned_leaf(X_binned, i, feature, bin_threshold, missing_left, left, right,
+                is_categorical, cat_bitset, missing_bin, root):
+    """The leaf reached by binned row ``i`` from node ``root``."""
+    node = root
+    while left[node] >= 0:
+        b = X_binned[feature[node], i]
+        go_left = bin_goes_left(b, is_categorical[node] == 1, bin_threshold[node],
+                                missing_left[node] == 1, missing_bin, cat_bitset[node])
+        node = left[node] if go_left else right[node]
+    return node
