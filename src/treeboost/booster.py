@@ -195,10 +195,14 @@ class Booster:
         stage = []
         # Newton leaves on kernel-grown trees: the whole tree in one kernel call
         fused = trace is None and self.loss.newton_leaves and state.grower.uses_kernel
+        # K trees on the same rows and features: their roots in one pass
+        root = state.grower.root_histograms(state.gradient, state.hessian, rows,
+                                            features) if fused else None
         for k in range(K):
             indices = rows.copy()
             if fused:
-                tree = self._newton_tree(state, k, indices, features, outside, shrink)
+                tree = self._newton_tree(state, k, indices, features, outside, shrink,
+                                         root)
                 state.add_to_eval_sets(tree, k)
                 stage.append(tree)
                 continue
@@ -220,10 +224,14 @@ class Booster:
         self._packed.clear()
 
     def _newton_tree(self, state: _TrainingState, k: int, indices, features, outside,
-                     shrink: float) -> Tree:
-        """Grow output k's tree, set its Newton values and add it to the raw scores."""
+                     shrink: float, root) -> Tree:
+        """Grow output k's tree, set its Newton values and add it to the raw scores.
+
+        ``root`` is the stage's shared root histograms (``TreeGrower.root_histograms``)
+        or None.
+        """
         grow_args = state.grower.kernel_arguments(state.gradient[k], state.hessian[k],
-                                                  indices, features, outside is None)
+                                                  indices, features, outside is None, root, k)
         mds = self.params.max_delta_step
         bm = self.bin_mapper
         (n, feature, threshold, bin_threshold, missing_left, is_categorical, cat_bitset, left,

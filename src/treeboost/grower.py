@@ -27,7 +27,12 @@ from ._dtypes import (
     SUM_DTYPE,
 )
 from ._kernels.grower import grow_tree
-from ._kernels.histogram import build_histograms, build_histograms_root, build_histograms_serial
+from ._kernels.histogram import (
+    build_histograms,
+    build_histograms_root,
+    build_histograms_serial,
+    build_root_histograms_multi,
+)
 from ._kernels.partition import partition_rows, partition_rows_serial
 from ._kernels.sparse import build_histograms_sparse
 from ._kernels.splitting import (
@@ -60,6 +65,12 @@ def _serial_limits() -> tuple[int, int]:
         return _ALWAYS_SERIAL, _ALWAYS_SERIAL
     return _SERIAL_PARTITION_ROWS, _SERIAL_HISTOGRAM_UPDATES
 
+
+# A stage's shared root histograms (several outputs) are used up to this size of
+# buffer: n_features x N_BINS x 2 n_outputs float64
+_MULTI_ROOT_BYTES = 256 * 2**20
+_MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
+_NO_ROOT = (np.zeros((1, 1, 2), dtype=SUM_DTYPE), np.zeros((1, 1), dtype=SUM_DTYPE), -1)
 
 # Dense data with a bounded number of leaves and no per-node column sampling is
 # grown by one kernel call per tree (``_kernels.grower``); the Python loop below
@@ -167,6 +178,7 @@ class TreeGrower:
             float(params.cat_l2), float(params.cat_smooth), int(params.max_cat_threshold),
             int(params.max_cat_to_onehot))
         self._hist_pool = None
+        self._multi_root = None
         self.sparse = isinstance(X_binned, SparseBinned)
         if self.sparse:
             self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
@@ -288,9 +300,48 @@ class TreeGrower:
         return (_KERNEL_GROWTH and not self.sparse and p.max_leaf_nodes is not None
                 and p.colsample_bynode >= 1.0)
 
+    def root_histograms(self, gradient, hessian, sample_indices, features):
+        """The root histograms of every output of a stage, built in one pass.
+
+        Parameters
+        ----------
+        gradient, hessian : ndarray of shape (n_outputs, n_samples), dtype float32
+            The stage's derivatives (weighted).
+        sample_indices : ndarray of shape (n_rows,), dtype uint32
+            The stage's rows, sorted.
+        features : ndarray of shape (n_used,), dtype int32
+            The stage's features.
+
+        Returns
+        -------
+        tuple or None
+            ``(multi, counts)`` to pass to ``kernel_arguments`` with each output's
+            index, or None where the trees should build their own roots (one
+            output, no kernel growth, or buffers over ``_MULTI_ROOT_BYTES``).
+        """
+        n_outputs = gradient.shape[0]
+        if not self.uses_kernel or n_outputs < 2 or (
+                self.n_features * N_BINS * 2 * n_outputs * 8 > _MULTI_ROOT_BYTES):
+            return None
+        if self._multi_root is None or self._multi_root[0].shape[2] != 2 * n_outputs:
+            # np.empty: only the used bins are ever written, and only they commit memory
+            self._multi_root = (
+                np.empty((self.n_features, N_BINS, 2 * n_outputs), dtype=SUM_DTYPE),
+                np.empty((self.n_features, N_BINS), dtype=SUM_DTYPE),
+                np.empty((_MULTI_ROOT_BLOCK, 2 * n_outputs), dtype=SUM_DTYPE))
+        multi, counts, ordered = self._multi_root
+        build_root_histograms_multi(self.X_binned, sample_indices, gradient, hessian,
+                                    features, self.n_bins_non_missing, MISSING_BIN, ordered,
+                                    multi, counts)
+        return multi, counts
+
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
-                         all_rows) -> tuple:
-        """The arguments of ``_kernels.grower.grow_tree`` for one tree (``uses_kernel``)."""
+                         all_rows, root=None, output=-1) -> tuple:
+        """The arguments of ``_kernels.grower.grow_tree`` for one tree (``uses_kernel``).
+
+        ``root`` is what ``root_histograms`` returned for the stage and ``output``
+        this tree's index in it; by default the tree builds its own root histogram.
+        """
         p = self.params
         if self._hist_pool is None:
             # one histogram per leaf at most; np.empty commits only the slots used
@@ -301,7 +352,8 @@ class TreeGrower:
                 int(p.max_leaf_nodes), -1 if p.max_depth is None else int(p.max_depth),
                 *self._growth_scalars, *_serial_limits(),
                 self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
-                self._split_out, self._split_bitsets, self._hist_pool)
+                self._split_out, self._split_bitsets, self._hist_pool,
+                *(_NO_ROOT if root is None else (*root, int(output))))
 
     def _grow_kernel(self, gradient, hessian, sample_indices, features, all_rows) -> GrownTree:
         (n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, left, right,

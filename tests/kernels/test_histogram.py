@@ -22,6 +22,7 @@ from treeboost._kernels.histogram import (
     build_histograms,
     build_histograms_root,
     build_histograms_serial,
+    build_root_histograms_multi,
 )
 
 # Gradients are float32, promoted exactly to float64 and summed in float64 by both the
@@ -178,3 +179,35 @@ def test_independent_of_thread_count():
         numba.set_num_threads(previous)
     # one thread sums each feature in row order: bit-identical by design (DESIGN §1.5)
     assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("block", [7, 2048])  # rows gathered per block: several, or one
+def test_multi_output_root_equals_one_root_per_output(block):
+    """A stage's shared root pass gives each output the histogram of its own pass, bit for
+    bit (same additions in the same order), over the used bins of the listed features."""
+    rng = np.random.default_rng(4)
+    n_outputs, n_samples, n_features = 5, 600, 4
+    X = rng.integers(0, 30, size=(n_features, n_samples)).astype(X_BINNED_DTYPE)
+    X[rng.random(X.shape) < 0.1] = MISSING_BIN
+    X[2] %= 3  # a feature with three bins: bins past them are never written
+    n_bins = np.array([30, 30, 3, 30], dtype=NODE_DTYPE)
+    gradient = rng.normal(size=(n_outputs, n_samples)).astype(G_H_DTYPE)
+    hessian = rng.uniform(0.1, 1.0, size=(n_outputs, n_samples)).astype(G_H_DTYPE)
+    rows = np.sort(rng.choice(n_samples, 450, replace=False)).astype(INDEX_DTYPE)
+    features = np.array([0, 2, 3], dtype=NODE_DTYPE)
+    multi = np.full((n_features, N_BINS, 2 * n_outputs), np.nan)  # unused bins stay NaN
+    counts = np.full((n_features, N_BINS), np.nan)
+    build_root_histograms_multi(X, rows, gradient, hessian, features, n_bins, MISSING_BIN,
+                                np.empty((block, 2 * n_outputs)), multi, counts)
+    for k in range(n_outputs):
+        hist = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
+        build_histograms_serial(X, rows, gradient[k], hessian[k], features,
+                                np.empty(n_samples, G_H_DTYPE), np.empty(n_samples, G_H_DTYPE),
+                                hist)
+        for f in features:
+            used = np.r_[np.arange(n_bins[f]), MISSING_BIN]
+            assert_array_equal(multi[f, used, 2 * k], hist[f, used, HIST_G])
+            assert_array_equal(multi[f, used, 2 * k + 1], hist[f, used, HIST_H])
+            assert_array_equal(counts[f, used], hist[f, used, HIST_C])
+    assert np.isnan(multi[1]).all()  # a feature not listed is not touched
+    assert np.isnan(multi[2, 3:MISSING_BIN]).all()

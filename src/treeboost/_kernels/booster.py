@@ -26,10 +26,10 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
                      reg_lambda, reg_alpha, cat_l2, cat_smooth, max_cat_threshold,
                      max_cat_to_onehot, serial_partition_rows, serial_histogram_updates,
                      left_buffer, right_buffer, ordered_gradient, ordered_hessian, split_out,
-                     split_bitsets, hist_pool, max_delta_step, shrinkage, bin_edges, n_edges,
-                     outside, raw_score):
+                     split_bitsets, hist_pool, root_multi, root_counts, output,
+                     max_delta_step, shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
-    # the arguments up to hist_pool are grow_tree's
+    # the arguments up to output are grow_tree's
     # max_delta_step: float, np.inf for none; shrinkage: float
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
@@ -41,7 +41,7 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
         min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
         max_cat_threshold, max_cat_to_onehot, serial_partition_rows,
         serial_histogram_updates, left_buffer, right_buffer, ordered_gradient,
-        ordered_hessian, split_out, split_bitsets, hist_pool)
+        ordered_hessian, split_out, split_bitsets, hist_pool, root_multi, root_counts, output)
     value = np.zeros(feature.shape[0])
     threshold = np.zeros(feature.shape[0])
     last_edge = bin_edges.shape[1] - 1

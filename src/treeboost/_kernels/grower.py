@@ -47,6 +47,20 @@ def _zero_used_bins(hist, features, n_bins_non_missing, missing_bin):
 
 
 @inline
+def _copy_root(hist, root_multi, root_counts, output, features, n_bins_non_missing,
+               missing_bin):
+    """Output ``output``'s root histogram, used bins, from a stage's shared root pass."""
+    for k in range(features.shape[0]):
+        f = features[k]
+        nb = n_bins_non_missing[f]
+        for b in range(nb + 1):
+            src = b if b < nb else missing_bin
+            hist[f, src, 0] = root_multi[f, src, 2 * output]
+            hist[f, src, 1] = root_multi[f, src, 2 * output + 1]
+            hist[f, src, 2] = root_counts[f, src]
+
+
+@inline
 def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin):
     """large -= small over the bins ``_zero_used_bins`` zeroes."""
     for k in range(features.shape[0]):
@@ -79,7 +93,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
               cat_l2, cat_smooth, max_cat_threshold, max_cat_to_onehot,
               serial_partition_rows, serial_histogram_updates,
               left_buffer, right_buffer, ordered_gradient, ordered_hessian,
-              split_out, split_bitsets, hist_pool):
+              split_out, split_bitsets, hist_pool, root_multi, root_counts, output):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major        # IN
     # gradient, hessian: float32 (n_samples,)                        # IN
@@ -92,6 +106,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     # split_out: float64 (>= n_used, N_SPLIT_COLUMNS)                # scratch
     # split_bitsets: uint32 (>= n_used, BITSET_WORDS)                # scratch
     # hist_pool: float64 (max_leaf_nodes, n_features, n_bins, 3)     # scratch
+    # root_multi, root_counts: a stage's root histograms of every output
+    # (histogram.build_root_histograms_multi), used when output >= 0    # IN
     capacity = 2 * max_leaf_nodes - 1
     n_used = features.shape[0]
     feature = np.full(capacity, -1, dtype=np.int32)
@@ -129,7 +145,10 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     n_free -= 1
     slot[0] = free_slots[n_free]
     hist = hist_pool[slot[0]]
-    if all_rows and n_rows * n_used >= serial_histogram_updates:
+    if output >= 0:
+        _copy_root(hist, root_multi, root_counts, output, features, n_bins_non_missing,
+                   missing_bin)
+    elif all_rows and n_rows * n_used >= serial_histogram_updates:
         _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
         build_histograms_root(X_binned, gradient, hessian, features, hist)
     else:

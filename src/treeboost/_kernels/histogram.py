@@ -127,3 +127,50 @@ def build_histograms_serial(X_binned, sample_indices, gradient, hessian, feature
     for grp in range(n_groups):
         _group_histograms(X_binned, features, grp * GROUP, sample_indices, ordered_gradient,
                           ordered_hessian, hist)
+
+
+@kernel
+def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, features,
+                                n_bins_non_missing, missing_bin, ordered, multi, counts):
+    """Root histograms of every output of a stage in one pass over the rows.
+
+    All outputs' trees of a stage (softmax: one per class) start from the same
+    rows, so each row's bin is read once and its n_outputs (g, h) pairs are
+    added as one contiguous vector. Every (output, feature, bin) sum still
+    adds its rows in row order: it equals the single-output kernels' sum.
+    """
+    # gradient, hessian: float32 (n_outputs, n_samples)          # IN
+    # ordered: float64 (block, 2 n_outputs)                        # scratch
+    # multi: float64 (n_features, n_bins, 2 n_outputs), g0 h0 g1 h1 ..., used bins  # OUT
+    # counts: float64 (n_features, n_bins), used bins            # OUT
+    n_outputs = gradient.shape[0]
+    width = 2 * n_outputs
+    for kf in range(features.shape[0]):
+        f = features[kf]
+        nb = n_bins_non_missing[f]
+        multi[f, :nb] = 0.0
+        multi[f, missing_bin] = 0.0
+        counts[f, :nb] = 0.0
+        counts[f, missing_bin] = 0.0
+    n = sample_indices.shape[0]
+    block = ordered.shape[0]
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        for i in range(start, stop):
+            j = sample_indices[i]
+            row = ordered[i - start]
+            for k in range(n_outputs):
+                row[2 * k] = gradient[k, j]
+                row[2 * k + 1] = hessian[k, j]
+        for kf in range(features.shape[0]):
+            f = features[kf]
+            col = X_binned[f]
+            hist = multi[f]
+            count = counts[f]
+            for i in range(start, stop):
+                b = col[sample_indices[i]]
+                dst = hist[b]
+                row = ordered[i - start]
+                for t in range(width):
+                    dst[t] += row[t]
+                count[b] += 1.0
