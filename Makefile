@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,5 +27,9 @@ bench: venv
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/bench_end_to_end.py
 
-clean:
+clean: clean-cache
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
+
+# Numba's on-disk cache of compiled kernels (stale after editing a kernel others call)
+clean-cache:
+	find src -name '*.nbi' -delete -o -name '*.nbc' -delete

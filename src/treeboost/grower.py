@@ -172,11 +172,6 @@ class TreeGrower:
             float(params.reg_lambda), float(params.reg_alpha), float(params.min_samples_leaf),
             float(params.min_child_weight), float(params.cat_l2), float(params.cat_smooth),
             int(params.max_cat_threshold), int(params.max_cat_to_onehot))
-        self._growth_scalars = (
-            float(params.min_samples_leaf), float(params.min_child_weight),
-            float(params.min_split_gain), float(params.reg_lambda), float(params.reg_alpha),
-            float(params.cat_l2), float(params.cat_smooth), int(params.max_cat_threshold),
-            int(params.max_cat_to_onehot))
         self._hist_pool = None
         self._multi_root = None
         self.sparse = isinstance(X_binned, SparseBinned)
@@ -350,7 +345,7 @@ class TreeGrower:
         return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
                 self.n_bins_non_missing, self.is_categorical, MISSING_BIN,
                 int(p.max_leaf_nodes), -1 if p.max_depth is None else int(p.max_depth),
-                *self._growth_scalars, *_serial_limits(),
+                float(p.min_split_gain), *self._split_scalars, *_serial_limits(),
                 self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
                 self._split_out, self._split_bitsets, self._hist_pool,
                 *(_NO_ROOT if root is None else (*root, int(output))))

@@ -22,8 +22,8 @@ from .splitting import soft_threshold
 @kernel
 def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
                      n_bins_non_missing, is_categorical, missing_bin, max_leaf_nodes,
-                     max_depth, min_samples_leaf, min_child_weight, min_split_gain,
-                     reg_lambda, reg_alpha, cat_l2, cat_smooth, max_cat_threshold,
+                     max_depth, min_split_gain, reg_lambda, reg_alpha, min_samples_leaf,
+                     min_child_weight, cat_l2, cat_smooth, max_cat_threshold,
                      max_cat_to_onehot, serial_partition_rows, serial_histogram_updates,
                      left_buffer, right_buffer, ordered_gradient, ordered_hessian, split_out,
                      split_bitsets, hist_pool, root_multi, root_counts, output,
@@ -37,8 +37,8 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
      right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, n_bins_non_missing,
-        is_categorical, missing_bin, max_leaf_nodes, max_depth, min_samples_leaf,
-        min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
+        is_categorical, missing_bin, max_leaf_nodes, max_depth, min_split_gain, reg_lambda,
+        reg_alpha, min_samples_leaf, min_child_weight, cat_l2, cat_smooth,
         max_cat_threshold, max_cat_to_onehot, serial_partition_rows,
         serial_histogram_updates, left_buffer, right_buffer, ordered_gradient,
         ordered_hessian, split_out, split_bitsets, hist_pool, root_multi, root_counts, output)

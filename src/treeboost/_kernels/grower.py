@@ -91,7 +91,7 @@ def _build_node_histogram(X_binned, rows, gradient, hessian, features, n_bins_no
 @kernel
 def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
               n_bins_non_missing, is_categorical, missing_bin, max_leaf_nodes, max_depth,
-              min_samples_leaf, min_child_weight, min_split_gain, reg_lambda, reg_alpha,
+              min_split_gain, reg_lambda, reg_alpha, min_samples_leaf, min_child_weight,
               cat_l2, cat_smooth, max_cat_threshold, max_cat_to_onehot,
               serial_partition_rows, serial_histogram_updates,
               left_buffer, right_buffer, ordered_gradient, ordered_hessian,
