@@ -59,7 +59,9 @@ def _serial_limits() -> tuple[int, int]:
     """Node sizes from which the parallel partition and histogram kernels are used.
 
     On one thread (study workers, ``n_jobs=1``) never: the serial kernels add the
-    same values in the same order and skip the parallel region's start-up.
+    same values in the same order and skip the parallel region's start-up. Read
+    once per grower: ``numba.get_num_threads`` takes a lock (~15 us), as much as a
+    small tree.
     """
     if numba.get_num_threads() == 1:
         return _ALWAYS_SERIAL, _ALWAYS_SERIAL
@@ -174,6 +176,8 @@ class TreeGrower:
             int(params.max_cat_threshold), int(params.max_cat_to_onehot))
         self._hist_pool = None
         self._multi_root = None
+        # the grower lives inside one fit, whose thread count does not change
+        self._serial_limits = _serial_limits()
         self.sparse = isinstance(X_binned, SparseBinned)
         if self.sparse:
             self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
@@ -345,7 +349,7 @@ class TreeGrower:
         return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
                 self.n_bins_non_missing, self.is_categorical, MISSING_BIN,
                 int(p.max_leaf_nodes), -1 if p.max_depth is None else int(p.max_depth),
-                float(p.min_split_gain), *self._split_scalars, *_serial_limits(),
+                float(p.min_split_gain), *self._split_scalars, *self._serial_limits,
                 self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
                 self._split_out, self._split_bitsets, self._hist_pool,
                 *(_NO_ROOT if root is None else (*root, int(output))))
@@ -367,7 +371,7 @@ class TreeGrower:
     def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
         _, feature, bin_thr, missing_left, gl, hl, cl, bitset = parent.split
         rows = sample_indices[parent.start:parent.stop]
-        partition = partition_rows if rows.size >= _serial_limits()[0] else \
+        partition = partition_rows if rows.size >= self._serial_limits[0] else \
             partition_rows_serial
         X_binned, row_of_feature = self.X_binned, feature
         if self.sparse:
@@ -423,7 +427,7 @@ class TreeGrower:
             self._mark[sample_indices[node.start:node.stop]] = 0
 
     def _build(self, rows, gradient, hessian, features, hist):
-        build = build_histograms if rows.size * features.size >= _serial_limits()[1] \
+        build = build_histograms if rows.size * features.size >= self._serial_limits[1] \
             else build_histograms_serial
         build(self.X_binned, rows, gradient, hessian, features, self._ordered_g,
               self._ordered_h, hist)
