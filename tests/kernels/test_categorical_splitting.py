@@ -304,3 +304,17 @@ def test_mixed_numerical_and_categorical_features():
             assert (out[k, BIN], out[k, MISSING_LEFT]) == (b, ml)
             assert_allclose(out[k, [GAIN, LEFT_G, LEFT_H]], [gain, gl, hl], **TOL)
             assert not bitsets[k].any()
+
+
+@pytest.mark.parametrize("m", [1, 2, 17, 64, 65, 200])  # insertion sort up to 64, argsort past
+def test_stable_order_is_numpy_stable_argsort(m):
+    """The category order of the sorted scan: ties keep the categories' bin order, as
+    np.argsort(kind="mergesort") (which the scan used before it stopped allocating)."""
+    from treeboost._kernels.splitting import _stable_order
+
+    rng = np.random.default_rng(m)
+    ratio = rng.integers(-3, 4, size=300).astype(np.float64) / 7.0  # many exact ties
+    order = np.full(300, -1, dtype=np.int64)
+    _stable_order(ratio, m, order)
+    np.testing.assert_array_equal(order[:m], np.argsort(ratio[:m], kind="mergesort"))
+    assert (order[m:] == -1).all()  # nothing past m is written

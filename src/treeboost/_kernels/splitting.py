@@ -105,10 +105,26 @@ def _best_numerical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alp
 
 
 @inline
+def _stable_order(ratio, m, order):
+    """order[:m] = the stable argsort of ratio[:m] (np.argsort kind="mergesort")."""
+    if m > 64:  # insertion sort is quadratic; past a few dozen the allocation is cheaper
+        order[:m] = np.argsort(ratio[:m], kind="mergesort")
+        return
+    for i in range(m):
+        key = ratio[i]
+        j = i - 1
+        while j >= 0 and ratio[order[j]] > key:  # strict: equal keys keep their order
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = i
+
+
+@inline
 def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
                       min_samples_leaf, min_child_weight, parent, cat_l2, cat_smooth,
-                      max_cat_threshold, max_cat_to_onehot, out, bitset):
-    cats = np.empty(nb + 1, dtype=np.int64)
+                      max_cat_threshold, max_cat_to_onehot, out, bitset, cats, ratio, order):
+    # cats, ratio, order: scratch of >= N_BINS entries, so that a node's scan of many
+    # small categorical features allocates nothing (allocations were most of its cost)
     m = 0
     for b in range(nb):
         if h[b, 2] > 0:
@@ -121,19 +137,20 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
     # many-category sets overfit; one category against the rest does not
     lam = reg_lambda if m <= max_cat_to_onehot else reg_lambda + cat_l2
     best = -np.inf
-    chosen = np.empty(0, dtype=np.int64)
+    best_dir = 0
+    best_k = -1  # the chosen set: the best prefix (or, one-hot, position) of the order
     best_gl = 0.0
     best_hl = 0.0
     best_cl = 0.0
     if m <= max_cat_to_onehot:
-        order = np.arange(m)
+        for t in range(m):
+            order[t] = t
         n_dir = 1
         max_k = 1 if m > 1 else 0
     else:
-        ratio = np.empty(m)
         for t in range(m):
             ratio[t] = h[cats[t], 0] / (h[cats[t], 1] + cat_smooth)
-        order = np.argsort(ratio, kind="mergesort")
+        _stable_order(ratio, m, order)
         n_dir = 2
         max_k = min(max_cat_threshold, m - 1)
     for direction in range(n_dir):
@@ -163,15 +180,19 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
                 best_gl = gl
                 best_hl = hl
                 best_cl = cl
-                if n_dir == 1:
-                    chosen = cats[t:t + 1]
-                elif direction == 0:
-                    chosen = cats[order[:k + 1]]
-                else:
-                    chosen = cats[order[m - 1 - k:]]
+                best_dir = direction
+                best_k = k
     bitset[:] = 0
-    for c in chosen:
-        bitset[c >> 5] |= np.uint32(1 << (c & 31))
+    if best_k >= 0:
+        if n_dir == 1:
+            first, last = best_k, best_k + 1
+        elif best_dir == 0:
+            first, last = 0, best_k + 1
+        else:
+            first, last = m - 1 - best_k, m
+        for q in range(first, last):
+            c = cats[order[q]]
+            bitset[c >> 5] |= np.uint32(1 << (c & 31))
     out[GAIN] = best
     out[BIN] = -1
     out[MISSING_LEFT] = (bitset[missing_bin >> 5] >> (missing_bin & 31)) & 1
@@ -195,13 +216,18 @@ def find_best_splits(hist, features, n_bins_non_missing, is_categorical, missing
     # serial on purpose: a node's scan is a few thousand bins, far less work
     # than waking a thread pool for it
     parent = leaf_score(sum_g, sum_h, reg_lambda, reg_alpha)
+    n_slots = hist.shape[1] + 1
+    cats = np.empty(n_slots, dtype=np.int64)
+    ratio = np.empty(n_slots)
+    order = np.empty(n_slots, dtype=np.int64)
     for k in range(features.shape[0]):
         f = features[k]
         if is_categorical[f]:
             _best_categorical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h,
                               count, reg_lambda, reg_alpha, min_samples_leaf,
                               min_child_weight, parent, cat_l2, cat_smooth,
-                              max_cat_threshold, max_cat_to_onehot, out[k], out_bitset[k])
+                              max_cat_threshold, max_cat_to_onehot, out[k], out_bitset[k],
+                              cats, ratio, order)
         else:
             out_bitset[k, :] = 0
             _best_numerical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h, count,
