@@ -289,12 +289,16 @@ class Booster:
         self._packed.clear()
 
     # ---- prediction --------------------------------------------------------------
+    def _pack(self, start: int, stop: int) -> PackedTrees:
+        """The trees of stages ``start:stop``, packed for prediction."""
+        trees = [t for stage in self.trees[start:stop] for t in stage]
+        outputs = [k for stage in self.trees[start:stop] for k in range(len(stage))]
+        return PackedTrees(trees, outputs, self.bin_mapper)
+
     def _packed_trees(self, start: int, stop: int) -> PackedTrees:
         key = (start, stop)
         if key not in self._packed:
-            trees = [t for stage in self.trees[start:stop] for t in stage]
-            outputs = [k for stage in self.trees[start:stop] for k in range(len(stage))]
-            self._packed[key] = PackedTrees(trees, outputs, self.bin_mapper)
+            self._packed[key] = self._pack(start, stop)
         return self._packed[key]
 
     def predict_raw(self, X: np.ndarray, n_stages: int | None = None) -> np.ndarray:
@@ -329,10 +333,7 @@ class Booster:
         done = 0
         for stop in range(1, n_stages + 1) if stages is None else stages:
             stop = min(int(stop), n_stages)
-            trees = self.trees[done:stop]
-            PackedTrees([t for stage in trees for t in stage],
-                        [k for stage in trees for k in range(len(stage))],
-                        self.bin_mapper).add_raw(X, out)
+            self._pack(done, stop).add_raw(X, out)
             done = max(done, stop)
             if rf and stop:  # the stored trees are divided by n_stages: the mean of the first
                 init = self.init_score[None, :]
