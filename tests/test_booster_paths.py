@@ -35,7 +35,7 @@ def _data(task):
 @pytest.mark.parametrize("params", [
     {"subsample": 0.7, "max_leaf_nodes": 6, "reg_alpha": 0.5, "reg_lambda": 2.0},
     {"max_delta_step": 0.05, "max_depth": 3},
-    {"categorical_features": [3], "colsample_bytree": 0.7},
+    {"categorical_features": [3], "colsample_bytree": 0.7, "subsample": 0.7},
     {"boosting": "dart", "subsample": 0.8},
     {"boosting": "rf", "subsample": 0.6},
     {"boosting": "goss"},

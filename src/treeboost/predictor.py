@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._dtypes import MISSING_BIN, NODE_DTYPE, SUM_DTYPE, X_DTYPE, readonly
-from ._kernels.predict import predict_raw
+from ._kernels.predict import predict_raw, predict_raw_numerical
 from ._kernels.sparse import predict_raw_csr
 from .binning import canonical_sparse
 from .tree import Tree
@@ -71,6 +71,10 @@ class PackedTrees:
                             self.right, self.value, self.is_categorical, self.cat_bitset,
                             self.categories, self.n_categories, MISSING_BIN, self.tree_roots,
                             self.tree_outputs, out)
+        elif not self.is_categorical[self.left >= 0].any():
+            predict_raw_numerical(readonly(X), self.feature, self.threshold, self.missing_left,
+                                  self.left, self.right, self.value, self.tree_roots,
+                                  self.tree_outputs, out)
         else:
             predict_raw(readonly(X), self.feature, self.threshold, self.missing_left, self.left,
                         self.right, self.value, self.is_categorical, self.cat_bitset,

@@ -1,4 +1,5 @@
-"""predict_raw and predict_binned against each other and the traversal twin."""
+"""predict_raw, predict_raw_numerical and predict_binned against each other and the
+traversal twin."""
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ from numpy.testing import assert_array_equal
 
 from reference import leaf_of, predict
 from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE, SUM_DTYPE, X_DTYPE
-from treeboost._kernels.predict import _BLOCK, predict_binned, predict_raw
+from treeboost._kernels.predict import _BLOCK, predict_binned, predict_raw, predict_raw_numerical
 from treeboost.binning import BinMapper
 from treeboost.grower import GrowerParams, TreeGrower
 from treeboost.predictor import PackedTrees
@@ -63,13 +64,20 @@ def model():
 
 
 def raw_kernel(trees, outputs, X, n_outputs, bin_mapper):
-    """predict_raw on trees packed by the predictor (category tables from bin_mapper)."""
+    """predict_raw on trees packed by the predictor (category tables from bin_mapper),
+    checked equal, bit for bit, to predict_raw_numerical (the trees have no categories)."""
     packed = PackedTrees(trees, outputs, bin_mapper)
+    X = np.ascontiguousarray(X, dtype=X_DTYPE)
     out = np.zeros((X.shape[0], n_outputs), dtype=SUM_DTYPE)
-    predict_raw(np.ascontiguousarray(X, dtype=X_DTYPE), packed.feature, packed.threshold,
+    predict_raw(X, packed.feature, packed.threshold,
                 packed.missing_left, packed.left, packed.right, packed.value,
                 packed.is_categorical, packed.cat_bitset, packed.categories,
                 packed.n_categories, MISSING_BIN, packed.tree_roots, packed.tree_outputs, out)
+    numerical = np.zeros_like(out)
+    predict_raw_numerical(X, packed.feature, packed.threshold, packed.missing_left,
+                          packed.left, packed.right, packed.value, packed.tree_roots,
+                          packed.tree_outputs, numerical)
+    assert_array_equal(numerical, out)
     return out
 
 

