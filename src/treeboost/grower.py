@@ -327,7 +327,7 @@ class TreeGrower:
             self._multi_root = (
                 np.empty((self.n_features, N_BINS, 2 * n_outputs), dtype=SUM_DTYPE),
                 np.empty((self.n_features, N_BINS), dtype=SUM_DTYPE),
-                np.empty((_MULTI_ROOT_BLOCK, 2 * n_outputs), dtype=SUM_DTYPE))
+                np.empty((_MULTI_ROOT_BLOCK, 2 * n_outputs), dtype=G_H_DTYPE))
         multi, counts, ordered = self._multi_root
         build_root_histograms_multi(self.X_binned, sample_indices, gradient, hessian,
                                     features, self.n_bins_non_missing, MISSING_BIN, ordered,

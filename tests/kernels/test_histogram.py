@@ -198,7 +198,7 @@ def test_multi_output_root_equals_one_root_per_output(block):
     multi = np.full((n_features, N_BINS, 2 * n_outputs), np.nan)  # unused bins stay NaN
     counts = np.full((n_features, N_BINS), np.nan)
     build_root_histograms_multi(X, rows, gradient, hessian, features, n_bins, MISSING_BIN,
-                                np.empty((block, 2 * n_outputs)), multi, counts)
+                                np.empty((block, 2 * n_outputs), G_H_DTYPE), multi, counts)
     for k in range(n_outputs):
         hist = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
         build_histograms_serial(X, rows, gradient[k], hessian[k], features,

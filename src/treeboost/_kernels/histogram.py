@@ -140,7 +140,7 @@ def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, fea
     adds its rows in row order: it equals the single-output kernels' sum.
     """
     # gradient, hessian: float32 (n_outputs, n_samples)          # IN
-    # ordered: float64 (block, 2 n_outputs)                        # scratch
+    # ordered: float32 (block, 2 n_outputs), the g and h as given  # scratch
     # multi: float64 (n_features, n_bins, 2 n_outputs), g0 h0 g1 h1 ..., used bins  # OUT
     # counts: float64 (n_features, n_bins), used bins            # OUT
     n_outputs = gradient.shape[0]
