@@ -15,7 +15,7 @@ from sklearn.model_selection import train_test_split
 
 from treeboost import TreeBoostClassifier, TreeBoostRegressor
 from treeboost.modes import dart_drops, dart_scales, goss_start
-from treeboost.sampling import goss_sample
+from treeboost.sampling import goss_sample, sample_rows
 
 ONE = {"n_jobs": 1}
 SMALL = {"max_leaf_nodes": 4, "min_samples_leaf": 3, **ONE}
@@ -33,6 +33,20 @@ def reg_data():
 def clf_data():
     X, y = make_classification(900, 8, n_informative=5, n_classes=3, random_state=0)
     return train_test_split(X, y, test_size=0.3, random_state=0)
+
+
+# ---- stochastic gradient boosting: row subsampling ------------------------------------
+@pytest.mark.parametrize(("n", "subsample"), [(10, 0.5), (699, 0.8), (5, 1.0)])
+def test_sample_rows_returns_the_draw_and_its_complement(n, subsample):
+    rows, outside = sample_rows(n, subsample, np.random.default_rng(3), return_outside=True)
+    np.testing.assert_array_equal(rows, sample_rows(n, subsample, np.random.default_rng(3)))
+    assert rows.size == round(subsample * n)
+    assert np.all(np.diff(rows) > 0)
+    if subsample >= 1.0:
+        assert outside is None
+    else:
+        assert np.all(np.diff(outside) > 0)
+        np.testing.assert_array_equal(np.sort(np.r_[rows, outside]), np.arange(n))
 
 
 # ---- GOSS ------------------------------------------------------------------------

@@ -173,11 +173,13 @@ class Booster:
             # (+ 0.0 turns the -0.0 of a zero gradient into 0.0 for printing)
             residual = -state.gradient.astype(np.float64) + 0.0
             hessian = state.hessian.astype(np.float64)
-        rows = sample_rows(n, p.subsample, rngs["rows"] if p.subsample < 1.0 else None)
+        rows, outside = sample_rows(n, p.subsample, rngs["rows"] if p.subsample < 1.0 else None,
+                                    return_outside=True)
         weight, row_factor = state.sample_weight, None
         if p.boosting == "goss" and m >= goss_start(p.learning_rate):
             score = np.abs(state.gradient).sum(axis=0, dtype=SUM_DTYPE)
             rows, drawn = goss_sample(score, p.top_rate, p.other_rate, rngs["goss"])
+            outside = None if rows.size == n else _complement(rows, n)
             factor = (1.0 - p.top_rate) / p.other_rate
             state.gradient[:, drawn] *= factor
             state.hessian[:, drawn] *= factor
@@ -189,7 +191,6 @@ class Booster:
                                             p.xgboost_dart_mode)
         if p.boosting == "rf":
             shrink = 1.0  # a forest's trees are averaged, not shrunk
-        outside = None if rows.size == n else _complement(rows, n)
         features = sample_columns(self.n_features, p.colsample_bytree,
                                   rngs["columns"] if p.colsample_bytree < 1.0 else None)
         stage = []

@@ -66,16 +66,26 @@ class _StageStreams(Mapping):
         return len(STAGE_STREAMS)
 
 
-def sample_rows(n_samples: int, subsample: float, rng: np.random.Generator) -> np.ndarray:
-    """Sorted row indices: a fraction ``subsample`` drawn without replacement."""
+def sample_rows(n_samples: int, subsample: float, rng: np.random.Generator,
+                return_outside: bool = False):
+    """Sorted row indices: a fraction ``subsample`` drawn without replacement.
+
+    With ``return_outside``, returns ``(rows, outside)``: ``outside`` holds the
+    sorted rows not drawn, or is None when every row is drawn.
+    """
     if subsample >= 1.0:
-        return np.arange(n_samples, dtype=INDEX_DTYPE)
+        rows = np.arange(n_samples, dtype=INDEX_DTYPE)
+        return (rows, None) if return_outside else rows
     k = max(1, int(round(subsample * n_samples)))
     # shuffle=False draws the same set (the shuffle only reorders it); marking the
     # rows and reading them back sorts them in O(n): sorting cost as much as a tree
     drawn = np.zeros(n_samples, dtype=bool)
     drawn[rng.choice(n_samples, size=k, replace=False, shuffle=False)] = True
-    return np.flatnonzero(drawn).astype(INDEX_DTYPE)
+    rows = np.flatnonzero(drawn).astype(INDEX_DTYPE)
+    if not return_outside:
+        return rows
+    outside = None if rows.size == n_samples else np.flatnonzero(~drawn).astype(INDEX_DTYPE)
+    return rows, outside
 
 
 def sample_columns(n_features: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
