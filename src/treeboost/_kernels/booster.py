@@ -69,14 +69,15 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     for j in range(n_nodes):
         if left[j] >= 0 and node_categorical[j]:
             categorical = True
-    if not categorical:
+            break
+    if categorical:
+        for r in range(outside.shape[0]):
+            i = outside[r]
+            raw_score[i] += value[binned_leaf(X_binned, i, feature, bin_threshold,
+                                              missing_left, left, right, node_categorical,
+                                              cat_bitset, missing_bin, 0)]
+    else:  # four rows at a time, without branches (predict.add_numerical_tree_binned)
         add_numerical_tree_binned(X_binned, outside, feature, bin_threshold, missing_left, left,
                                   right, value, missing_bin, raw_score)
-        outside = outside[:0]
-    for r in range(outside.shape[0]):
-        i = outside[r]
-        raw_score[i] += value[binned_leaf(X_binned, i, feature, bin_threshold, missing_left,
-                                          left, right, node_categorical, cat_bitset,
-                                          missing_bin, 0)]
     return (n_nodes, feature, threshold, bin_threshold, missing_left, node_categorical,
             cat_bitset, left, right, value, gain, count, sum_h)
