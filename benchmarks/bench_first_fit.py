@@ -1,0 +1,109 @@
+"""What a new user waits for: import plus the first fit, with a cold and a warm kernel cache.
+
+Each measurement runs in a fresh Python process. The cold one points Numba's cache at an
+empty directory (``NUMBA_CACHE_DIR``), so every kernel the fit uses is compiled; the warm
+one runs again with the same directory, so every kernel is loaded from disk. With
+``--kernels`` the cold run also records Numba's compile events and prints, per kernel,
+the seconds spent compiling it (nested compilations counted in their caller too).
+
+    python benchmarks/bench_first_fit.py                 # cold and warm, 10,000 rows
+    python benchmarks/bench_first_fit.py --kernels       # plus the per-kernel table
+    python benchmarks/bench_first_fit.py --task multiclass --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+record = {}
+if KERNELS:
+    from numba.core import event
+
+    class Listener(event.Listener):
+        def __init__(self):
+            self.stack = []
+
+        def on_start(self, ev):
+            self.stack.append(time.perf_counter())
+
+        def on_end(self, ev):
+            start = self.stack.pop()
+            name = ev.data["dispatcher"].py_func.__qualname__
+            module = ev.data["dispatcher"].py_func.__module__.rsplit(".", 1)[-1]
+            key = module + "." + name
+            record[key] = record.get(key, 0.0) + time.perf_counter() - start
+
+    event.register("numba:compile", Listener())
+import numpy as np
+import treeboost
+t_import = time.perf_counter() - t0
+rng = np.random.default_rng(0)
+X = rng.normal(size=(ROWS, 20))
+task = "TASK"
+if task == "regression":
+    y = X[:, 0] + np.sin(X[:, 1]) + rng.normal(scale=0.1, size=ROWS)
+    est = treeboost.TreeBoostRegressor(n_estimators=100)
+elif task == "binary":
+    y = (X[:, 0] + X[:, 1] ** 2 + rng.logistic(size=ROWS) > 1).astype(int)
+    est = treeboost.TreeBoostClassifier(n_estimators=100)
+else:
+    y = np.digitize(X[:, 0] + X[:, 1], [-1, 0, 1])
+    est = treeboost.TreeBoostClassifier(n_estimators=100)
+t1 = time.perf_counter()
+est.fit(X, y)
+est.predict(X)
+t_fit = time.perf_counter() - t1
+print(json.dumps({"import": t_import, "fit": t_fit, "kernels": record}))
+"""
+
+
+def run_child(cache_dir: str, rows: int, task: str, kernels: bool) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    code = (CHILD.replace("KERNELS", str(kernels)).replace("ROWS", str(rows))
+            .replace("TASK", task))
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    """Print cold and warm import + first-fit seconds (and optionally per kernel)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--task", choices=["regression", "binary", "multiclass"],
+                    default="binary")
+    ap.add_argument("--repeat", type=int, default=1, help="cold/warm pairs to run")
+    ap.add_argument("--kernels", action="store_true", help="per-kernel compile table")
+    args = ap.parse_args(argv)
+    for r in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="tb-numba-cache-") as cache:
+            t0 = time.perf_counter()
+            cold = run_child(cache, args.rows, args.task, args.kernels)
+            cold_wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            warm = run_child(cache, args.rows, args.task, False)
+            warm_wall = time.perf_counter() - t0
+        print(f"run {r}: task={args.task} rows={args.rows}")
+        for name, res, wall in (("cold", cold, cold_wall), ("warm", warm, warm_wall)):
+            print(f"  {name}: import {res['import']:.2f} s + first fit {res['fit']:.2f} s "
+                  f"= {res['import'] + res['fit']:.2f} s (process {wall:.2f} s)")
+        if args.kernels:
+            total = 0.0
+            print("  compile seconds per kernel (cold, callers include nested callees):")
+            for name, sec in sorted(cold["kernels"].items(), key=lambda kv: -kv[1]):
+                print(f"    {sec:7.2f}  {name}")
+                total += sec
+            print(f"  ({len(cold['kernels'])} kernels)")
+
+
+if __name__ == "__main__":
+    main()
