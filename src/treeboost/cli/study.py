@@ -87,15 +87,24 @@ def run(args) -> int:
 
 def run_report(args) -> int:
     """Run ``treeboost report``."""
-    from ..study.report import write_report
-    from ..study.store import Store
+    import sqlite3
 
-    if not os.path.isfile(os.path.join(args.out, "study.sqlite")):
+    from ..exceptions import DataError
+    from ..study.report import write_report
+    from ..study.store import Store, check_study_file
+
+    if not os.path.isdir(args.out):
+        raise FileNotFoundError(f"{args.out}: no such study folder")
+    path = os.path.join(args.out, "study.sqlite")
+    if not os.path.isfile(path):
         raise FileNotFoundError(f"{args.out}: no study.sqlite here (run `treeboost study "
                                 f"--out {args.out}` first)")
+    check_study_file(path)
     store = Store(args.out)
     try:
         path = write_report(store)
+    except sqlite3.DatabaseError as exc:  # damage past the schema: found while reading
+        raise DataError(f"{path}: the study database is damaged ({exc})") from exc
     finally:
         store.close()
     print(f"report: {path} and {path.with_suffix('.html')}")
