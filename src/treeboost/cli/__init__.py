@@ -92,8 +92,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["demo", *argv])
+    import warnings
+
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        # a warning about the user's data reads like an error line, without source lines
+        print(f"treeboost {args.command}: warning: {message}", file=sys.stderr)
+
     try:
-        return args.handler(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line
+            return args.handler(args)
     except BrokenPipeError:
         # the reader stopped early (`| head`): not an error; keep Python's exit quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
