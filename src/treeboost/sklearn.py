@@ -123,6 +123,8 @@ class _TreeBoostBase(BaseEstimator):
         return self
 
     def _check_training_data(self, X, y, sample_weight):
+        # +-inf in X is refused (LightGBM would bin it as a huge value): it is nearly
+        # always a division by zero upstream, which a silent bin would hide
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
                       accept_sparse=("csr", "csc"), y_numeric=self._scope == "regressor",
                       ensure_min_samples=2)
