@@ -93,8 +93,6 @@ def run_report(args) -> int:
     from ..study.report import write_report
     from ..study.store import Store, check_study_file
 
-    if not os.path.isdir(args.out):
-        raise FileNotFoundError(f"{args.out}: no such study folder")
     path = os.path.join(args.out, "study.sqlite")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{args.out}: no study.sqlite here (run `treeboost study "

@@ -85,8 +85,12 @@ def metrics(task, model, X_test, y_test) -> dict:
 
 def run(args) -> int:
     """Run ``treeboost train``."""
-    if args.save and os.path.exists(args.save) and not args.force:
-        raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
+    if args.save is not None:
+        from ..serialization import check_destination
+
+        check_destination(args.save)  # before the fit, not after it
+        if os.path.exists(args.save) and not args.force:
+            raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
     task, X_train, X_test, y_train, y_test = load_split(args.data, args.target, args.task,
                                                         args.one_hot, args.seed)
     scope = "classifier" if task == "classification" else "regressor"
