@@ -17,13 +17,21 @@ def _first(items, kinds):
 
 
 def check_numeric_target(y, estimator: str) -> None:
-    """Refuse string targets for a regressor (NumPy would fail deep in a conversion)."""
+    """Refuse text targets for a regressor (NumPy would fail deep in a conversion).
+
+    Strings that all read as numbers ("1.5") are let through, as scikit-learn does.
+    """
     if isinstance(y, np.ndarray) and y.dtype.kind in "biuf":
         return
-    text = _first(np.asarray(y, dtype=object).ravel().tolist(), (str, bytes))
-    if text is not None:
+    items = np.asarray(y, dtype=object).ravel().tolist()
+    text = _first(items, (str, bytes))
+    if text is None:
+        return
+    try:
+        np.asarray(items, dtype=np.float64)
+    except (TypeError, ValueError):
         raise TypeError(f"y holds strings (e.g. {text!r}) but {estimator} needs numeric "
-                        "targets; for class labels use TreeBoostClassifier")
+                        "targets; for class labels use TreeBoostClassifier") from None
 
 
 def check_label_types(y) -> None:

@@ -430,7 +430,10 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         return np.asarray(y, dtype=Y_DTYPE)
 
     def _encode_eval_target(self, y):
-        y = np.asarray(y, dtype=Y_DTYPE).ravel()
+        try:
+            y = np.asarray(y, dtype=Y_DTYPE).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"eval_set targets must be numbers: {exc}") from exc
         if not np.all(np.isfinite(y)):
             raise ValueError("eval_set targets contain NaN or infinity")
         return y
