@@ -76,7 +76,9 @@ def check_study_file(path) -> None:
         raise DataError(f"{path}: not a treeboost study database (it has no table "
                         f"{', '.join(missing)})")
     try:
-        ok = settings is not None and isinstance(json.loads(settings[0]), dict)
+        stored = json.loads(settings[0]) if settings is not None else None
+        ok = isinstance(stored, dict) and isinstance(stored.get("grid"), dict) and \
+            {"search", "folds", "seed"} <= set(stored)  # what the report reads
     except (TypeError, ValueError):
         ok = False
     if not ok:
