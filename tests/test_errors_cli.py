@@ -186,3 +186,25 @@ def test_console_command_prints_one_line_and_exits_non_zero(tmp_path):
     assert done.returncode == 1
     assert done.stdout == ""
     one_error_line(done.stderr, "study.sqlite", "not a readable SQLite database")
+
+
+def test_predict_reads_numeric_labels_of_a_categorical_column_as_labels(tmp_path, capsys):
+    # "c" is categorical in training (it holds "x"); a file with only its numeric labels
+    # must predict like the same rows of the training file, not as unseen categories
+    rng = np.random.default_rng(3)
+    c = rng.choice(["1", "2", "x"], 150)
+    t = np.where(c == "1", 1.0, np.where(c == "2", 5.0, 9.0)) + 0.1 * rng.normal(size=150)
+    lines = ["c,b,t"] + [f"{ci},{bi:.4f},{ti:.4f}" for ci, bi, ti in
+                         zip(c, rng.normal(size=150), t, strict=True)]
+    (tmp_path / "train.csv").write_text("\n".join(lines) + "\n")
+    numeric_rows = [0] + [i + 1 for i in range(150) if c[i] != "x"]
+    (tmp_path / "numbers.csv").write_text("\n".join(lines[i] for i in numeric_rows) + "\n")
+    model = tmp_path / "m.json"
+    assert run_cli(capsys, "train", tmp_path / "train.csv", "--target", "t", "--save", model,
+                   "--n-estimators", "20", "--min-samples-leaf", "5")[0] == 0
+    code, all_rows, err = run_cli(capsys, "predict", model, tmp_path / "train.csv")
+    assert code == 0, err
+    code, numbers, err = run_cli(capsys, "predict", model, tmp_path / "numbers.csv")
+    assert code == 0, err
+    expected = [all_rows.splitlines()[i] for i in numeric_rows]
+    assert numbers.splitlines() == expected
