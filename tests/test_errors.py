@@ -178,9 +178,10 @@ def test_class_weight_of_some_classes_weighs_only_those():
     np.testing.assert_array_equal(weighted.predict_proba(X), explicit.predict_proba(X))
 
 
-@pytest.mark.parametrize(("fraction", "rows"), [(0.001, 120), (0.1, 6), (0.9, 4)])
-def test_early_stopping_split_too_small_is_refused(fraction, rows):
-    y = np.arange(rows) % 2
+@pytest.mark.parametrize(("fraction", "rows", "n_classes"), [
+    (0.001, 120, 2), (0.1, 6, 2), (0.9, 4, 2), (0.6, 6, 3)])
+def test_early_stopping_split_too_small_is_refused(fraction, rows, n_classes):
+    y = np.arange(rows) % n_classes
     with pytest.raises(ValueError, match=f"validation_fraction={fraction}"):
         TreeBoostClassifier(**FAST, n_iter_no_change=2, validation_fraction=fraction).fit(
             X[:rows], y)

@@ -69,10 +69,13 @@ def check_validation_size(validation_fraction: float, n_rows: int, n_classes: in
     hold-out has ``ceil(validation_fraction * n_rows)`` rows.
     """
     n_val = int(np.ceil(validation_fraction * n_rows))
-    if n_rows - n_val < 2 or n_val < n_classes:
+    # a stratified split puts every class on both sides
+    n_train_min = max(2, n_classes)
+    if n_rows - n_val < n_train_min or n_val < n_classes:
         need = f" and hold at least {n_classes} (one per class)" if n_classes > 1 else ""
         raise ValueError(
             f"validation_fraction={validation_fraction!r} holds out {n_val} of {n_rows} rows "
-            f"for early stopping, which must leave at least 2 rows for training{need}: "
+            f"for early stopping, which must leave at least {n_train_min} rows for "
+            f"training{need}: "
             "change validation_fraction, pass an eval_set, or set "
             "validation_fraction=None to monitor the training data")
