@@ -179,7 +179,8 @@ class _TreeBoostBase(BaseEstimator):
                 we = _check_sample_weight(we, Xe, dtype=np.float64)
                 eval_data.append((f"validation_{i}", Xe, ye, we))
         elif self.n_iter_no_change is not None and self.validation_fraction is not None:
-            self._check_validation_size(y)
+            _validation.check_validation_size(self.validation_fraction, y.shape[0],
+                                              getattr(self, "n_classes_", 1))
             stratify = y if self._scope == "classifier" else None
             if stratify is not None and np.bincount(y.astype(np.intp)).min() < 2:
                 stratify = None  # a class with one row cannot be stratified
@@ -191,10 +192,6 @@ class _TreeBoostBase(BaseEstimator):
                 random_state=seed)
             eval_data.append(("validation", Xv, yv, wv))
         return X, y, sample_weight, eval_data
-
-    def _check_validation_size(self, y) -> None:
-        _validation.check_validation_size(self.validation_fraction, y.shape[0],
-                                          getattr(self, "n_classes_", 1))
 
     def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams, previous=None):
         if sp.issparse(X):  # binning reads columns: convert once for fit and transform
