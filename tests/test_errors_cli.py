@@ -208,3 +208,17 @@ def test_predict_reads_numeric_labels_of_a_categorical_column_as_labels(tmp_path
     assert code == 0, err
     expected = [all_rows.splitlines()[i] for i in numeric_rows]
     assert numbers.splitlines() == expected
+
+
+@pytest.mark.parametrize("command", ["train", "study"])
+@pytest.mark.parametrize("value", ["-1", "4294967296"])
+def test_out_of_range_seed_is_a_usage_error(tmp_path, capsys, command, value):
+    data = write_csv(tmp_path / "d.csv", ["x", "y"] * 40)
+    argv = [command, str(data), "--target", "t", "--seed", value]
+    if command == "study":
+        argv += ["--out", str(tmp_path / "s")]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert f"argument --seed: {value} must be in [0, 2**32 - 1]" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()  # refused before anything was created

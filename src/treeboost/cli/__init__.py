@@ -57,6 +57,7 @@ def _demo(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``treeboost`` argument parser with all its subcommands."""
     from . import predict, study, train
+    from ._options import seed
 
     parser = argparse.ArgumentParser(
         prog="treeboost", description="Gradient tree boosting from the command line.")
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="train and evaluate on scikit-learn's bundled datasets")
     demo.add_argument("--n-estimators", type=int, default=100)
     demo.add_argument("--learning-rate", type=float, default=0.1)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=seed, default=0)
     demo.set_defaults(handler=_demo)
     return parser
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ._options import seed
+
 
 def _jobs(text: str) -> int:
     value = int(text)
@@ -40,7 +42,7 @@ def add_parsers(sub) -> None:
                    help="1: stratified 80/20 hold-out (default); K >= 2: stratified K-fold")
     p.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                    help="worker processes (default: all cores, %(default)s); -1 all cores")
-    p.add_argument("--seed", type=int, default=0, help="seed of the splits and the models")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the splits and the models")
     p.add_argument("--target", help="target column of files without a manifest")
     p.add_argument("--task", choices=["all", "classification", "regression"], default="all",
                    help="which datasets to keep (default: all)")

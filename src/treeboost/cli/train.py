@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ._options import add_param_options, chosen_params
+from ._options import add_param_options, chosen_params, seed
 
 
 def add_parser(sub) -> None:
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
                                         "target, else regression")
     p.add_argument("--one-hot", action="store_true",
                    help="one 0/1 column per category instead of native categorical splits")
-    p.add_argument("--seed", type=int, default=0, help="seed of the split and the model")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the split and the model")
     p.add_argument("--save", metavar="MODEL", help="write the fitted model (JSON) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --save file")
     p.add_argument("--format", choices=["text", "json"], default="text")
