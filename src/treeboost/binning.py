@@ -40,6 +40,24 @@ def _category_table(distinct: np.ndarray, counts: np.ndarray, max_bins: int) -> 
     return distinct
 
 
+def _midpoints(a: np.ndarray, b: np.ndarray, mid: np.ndarray) -> np.ndarray:
+    """Repair ``mid``, midpoints of ``a < b`` computed the fast way, where they failed.
+
+    ``(a + b) / 2`` and ``b - (b - a) / 2`` overflow to +-inf when a and b are near the
+    float64 maximum (1e308 and 1.7e308, or -1e308 and 1e308): there ``a/2 + b/2`` is
+    used, exact for normal floats. A midpoint that rounds onto ``b`` (neighbouring
+    floats) becomes ``a``, so that ``b`` stays on the right of the edge ``x <= edge``.
+    Elsewhere ``mid`` is kept bit for bit, so models of ordinary data do not change.
+    """
+    bad = ~np.isfinite(mid)
+    if bad.any():
+        mid[bad] = a[bad] * 0.5 + b[bad] * 0.5
+    onto_b = mid >= b
+    if onto_b.any():
+        mid[onto_b] = a[onto_b]
+    return mid
+
+
 def _feature_edges(distinct: np.ndarray, counts: np.ndarray, max_bins: int) -> np.ndarray:
     """Upper bin edges of one feature from its sorted distinct values and their counts.
 
@@ -53,9 +71,10 @@ def _feature_edges(distinct: np.ndarray, counts: np.ndarray, max_bins: int) -> n
     if distinct.size <= max_bins:
         # float64 midpoints even for float32 input: a float32 midpoint of two
         # neighbouring values could round onto one of them
-        edges = distinct[:-1] + distinct[1:]
-        edges *= 0.5
-        return edges
+        with np.errstate(over="ignore"):
+            edges = distinct[:-1] + distinct[1:]
+            edges *= 0.5
+        return _midpoints(distinct[:-1], distinct[1:], edges)
     n = int(counts.sum())
     # NumPy's "midpoint" rule: the order statistics floor((n-1)q) and
     # ceil((n-1)q), averaged as b - (b - a) / 2 when they differ
@@ -65,7 +84,9 @@ def _feature_edges(distinct: np.ndarray, counts: np.ndarray, max_bins: int) -> n
     ends = np.cumsum(counts)
     a = distinct[np.searchsorted(ends, lower, side="right")]
     b = distinct[np.searchsorted(ends, upper_rank, side="right")]
-    edges = np.where(position == lower, a, b - (b - a) * 0.5)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mid = _midpoints(a, b, b - (b - a) * 0.5)
+    edges = np.where(position == lower, a, mid)
     # ties in the data make equal quantiles; keep each edge once, and make
     # sure no edge equals the maximum (the last bin must not be empty)
     edges = np.unique(edges)

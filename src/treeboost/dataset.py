@@ -49,6 +49,34 @@ def _categories_of(col) -> list:
     return sorted(col.dropna().unique().tolist())
 
 
+def _is_numeric(dtype) -> bool:
+    """Numbers or booleans: NumPy, pandas nullable, or Arrow-backed."""
+    arrow = getattr(dtype, "pyarrow_dtype", None)
+    if arrow is not None:
+        import pyarrow as pa
+
+        return (pa.types.is_integer(arrow) or pa.types.is_floating(arrow)
+                or pa.types.is_boolean(arrow) or pa.types.is_decimal(arrow))
+    return getattr(dtype, "kind", "O") in "biuf"
+
+
+def check_no_categories(X, categories: dict, feature_names) -> None:
+    """Refuse an array without column types for a model fitted with categorical columns.
+
+    The model codes a categorical column against its training categories by label; a
+    plain array holds numbers that could be labels or codes (of which order?), and
+    reading them either way would silently give a wrong prediction for some users.
+    """
+    if not categories:
+        return
+    names = [repr(str(feature_names[j])) if feature_names is not None else f"#{j}"
+             for j in sorted(categories)]
+    raise TypeError(f"X is a {type(X).__name__} without column types, but the model was "
+                    f"fitted on a data frame with categorical column(s) "
+                    f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}: pass a "
+                    "data frame with those columns as 'category' dtype")
+
+
 def frame_to_array(frame, categories: dict | None = None):
     """Convert a DataFrame to a float64 C-ordered matrix.
 
@@ -76,12 +104,18 @@ def frame_to_array(frame, categories: dict | None = None):
         if fitting and _is_category(col.dtype):
             categories[j] = _categories_of(col)
         if j in categories:
+            if _is_numeric(col.dtype):
+                # numbers could be labels or codes: guessing would silently mispredict
+                raise TypeError(f"column {name!r} was categorical in training but has "
+                                f"dtype {col.dtype} now: convert it with "
+                                "astype('category')")
             # look values up in the training table: unseen and missing give -1
             codes = pd.Index(categories[j]).get_indexer(col.to_numpy(dtype=object))
             X[:, j] = np.where(codes < 0, np.nan, codes)
         elif _is_category(col.dtype):
-            raise ValueError(f"column {name!r} is categorical but was not in training")
-        elif col.dtype.kind in "biuf" or hasattr(col.dtype, "numpy_dtype"):
+            raise TypeError(f"column {name!r} is categorical ({col.dtype}) but was numeric "
+                            "in training: convert it to numbers")
+        elif _is_numeric(col.dtype):
             X[:, j] = col.to_numpy(dtype=X_DTYPE, na_value=np.nan)
         else:
             raise TypeError(f"column {name!r} has dtype {col.dtype}: convert it to numbers "

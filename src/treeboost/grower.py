@@ -342,17 +342,44 @@ class TreeGrower:
         this tree's index in it; by default the tree builds its own root histogram.
         """
         p = self.params
+        max_leaves = self.leaf_capacity()
         if self._hist_pool is None:
-            # one histogram per leaf at most; np.empty commits only the slots used
-            self._hist_pool = np.empty((p.max_leaf_nodes, self.n_features, N_BINS, 3),
-                                       dtype=SUM_DTYPE)
+            self._hist_pool = self._allocate_hist_pool(max_leaves)
         return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
                 self.n_bins_non_missing, self.is_categorical, MISSING_BIN,
-                int(p.max_leaf_nodes), -1 if p.max_depth is None else int(p.max_depth),
+                max_leaves, -1 if p.max_depth is None else int(p.max_depth),
                 float(p.min_split_gain), *self._split_scalars, *self._serial_limits,
                 self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
                 self._split_out, self._split_bitsets, self._hist_pool,
                 *(_NO_ROOT if root is None else (*root, int(output))))
+
+    def leaf_capacity(self) -> int:
+        """``max_leaf_nodes``, or fewer where no tree of these rows can have as many.
+
+        Every leaf holds at least ``min_samples_leaf`` rows and a tree of depth d at most
+        2**d leaves, so the cap changes no tree; it sizes the kernel's buffers (one
+        histogram per leaf, 2 * leaves - 1 nodes), which ``max_leaf_nodes=10**9`` would
+        otherwise make terabytes.
+        """
+        p = self.params
+        n_samples = self.X_binned.shape[1]
+        cap = max(2, n_samples // max(1, int(p.min_samples_leaf)))
+        if p.max_depth is not None:
+            cap = min(cap, 2 ** min(int(p.max_depth), 62))
+        return int(min(int(p.max_leaf_nodes), cap))
+
+    def _allocate_hist_pool(self, max_leaves: int) -> np.ndarray:
+        shape = (max_leaves, self.n_features, N_BINS, 3)
+        try:
+            # one histogram per leaf at most; np.empty commits only the slots used
+            return np.empty(shape, dtype=SUM_DTYPE)
+        except MemoryError:
+            gib = np.prod(shape, dtype=np.float64) * np.dtype(SUM_DTYPE).itemsize / 2**30
+            raise MemoryError(
+                f"max_leaf_nodes={self.params.max_leaf_nodes}: trees of up to {max_leaves} "
+                f"leaves over {self.n_features} features need {gib:.1f} GiB of histogram "
+                "buffers, more than this machine can allocate; lower max_leaf_nodes or "
+                "raise min_samples_leaf") from None
 
     def _grow_kernel(self, gradient, hessian, sample_indices, features, all_rows) -> GrownTree:
         (n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, left, right,

@@ -64,6 +64,30 @@ METRICS = {
 }
 
 
+#: the tasks each metric is defined for: AUC and the error rate need classes, and RMSE
+#: and MAE compare one prediction per row with the target (for a binary classifier the
+#: probability of the positive class, so RMSE is the root of the Brier score)
+METRIC_TASKS = {"rmse": ("regression", "binary"), "mae": ("regression", "binary"),
+                "error": ("binary", "multiclass"), "auc": ("binary",)}
+
+
+def check_metric(name: str | None, task: str) -> None:
+    """Raise ``ValueError`` naming ``eval_metric`` if metric ``name`` does not fit ``task``.
+
+    Parameters
+    ----------
+    name : str or None
+        The ``eval_metric`` parameter (None or "loss": the training loss, always fits).
+    task : {"regression", "binary", "multiclass"}
+        What the estimator fits.
+    """
+    tasks = METRIC_TASKS.get(name)
+    if tasks is not None and task not in tasks:
+        fits = [m for m, t in METRIC_TASKS.items() if task in t]
+        raise ValueError(f"eval_metric={name!r} is not defined for {task} targets; use "
+                         f"one of {['loss', *fits]}")
+
+
 def get_metric(name: str | None, loss) -> Metric:
     """The metric called ``name``; None means the training loss itself."""
     if name is None or name == "loss":

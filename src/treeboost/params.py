@@ -73,10 +73,13 @@ class Param:
                 return
             raise ValueError(msg)
         if self.kind == "random_state":
-            if isinstance(value, np.random.RandomState) or (
-                    isinstance(value, numbers.Integral) and not isinstance(value, bool)):
+            if isinstance(value, np.random.RandomState):
                 return
-            raise TypeError(msg)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+                raise TypeError(msg)
+            if not 0 <= value < 2**32:  # NumPy's seed range, as scikit-learn's
+                raise ValueError(f"{self.name}={value!r} must be in [0, 2**32 - 1]")
+            return
         if self.kind == "str":
             if not isinstance(value, str):
                 raise TypeError(msg)

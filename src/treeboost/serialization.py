@@ -14,6 +14,7 @@ before building any object; every problem is a ``ModelFormatError``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -162,12 +163,30 @@ def _dumps(document: dict) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
+def check_destination(path: str) -> str:
+    """The folder ``path`` will be written in; errors name ``path`` before any writing."""
+    if not path:
+        raise ValueError("save_model: path is empty; give the name of the model file")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"save_model: {path!r} is a directory; give a file name "
+                                "in it")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"save_model: cannot write {path!r}: the folder "
+                                f"{directory!r} does not exist")
+    return directory
+
+
 def _write_atomic(path: str, text: str) -> None:
     # a crash mid-write leaves the old file (or none), never half a model
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = check_destination(path)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(8)}.tmp")
-    # mode 0o666 lets the umask decide the permissions, as a plain open() would
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        # mode 0o666 lets the umask decide the permissions, as a plain open() would
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:  # name the user's file, not the temporary one
+        raise type(exc)(exc.errno, f"save_model: cannot write {path!r} "
+                                   f"({exc.strerror})") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -175,7 +194,8 @@ def _write_atomic(path: str, text: str) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        # also after KeyboardInterrupt: no temporary file is left next to the model
+        with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
 

@@ -23,17 +23,17 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from . import _continued
+from . import _continued, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
 from .binning import BinMapper, canonical_sparse
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
-from .dataset import as_pandas, categorical_mask, frame_to_array
+from .dataset import as_pandas, categorical_mask, check_no_categories, frame_to_array
 from .grower import GrowerParams
 from .losses import get_loss
-from .metrics import get_metric
+from .metrics import check_metric, get_metric
 from .modes import check_mode
 from .sampling import make_streams
 
@@ -105,6 +105,7 @@ class _TreeBoostBase(BaseEstimator):
         shape = X.shape  # (rows of positive weight, features)
         y = self._encode_target(y)
         loss = self._make_loss()
+        check_metric(self.eval_metric, self._task())
         if previous is not None:
             seed = _continued.check_compatible(self, previous, X, loss, init_model is None,
                                                shape)
@@ -122,9 +123,12 @@ class _TreeBoostBase(BaseEstimator):
         return self
 
     def _check_training_data(self, X, y, sample_weight):
+        # +-inf in X is refused (LightGBM would bin it as a huge value): it is nearly
+        # always a division by zero upstream, which a silent bin would hide
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
                       accept_sparse=("csr", "csc"), y_numeric=self._scope == "regressor",
                       ensure_min_samples=2)
+        self._check_label_types(y)
         frame = as_pandas(X)
         if frame is not None:
             # names and width from the frame, values from its numeric matrix
@@ -163,7 +167,10 @@ class _TreeBoostBase(BaseEstimator):
             for i, pair in enumerate(eval_set):
                 if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                     raise ValueError("eval_set must be a list of (X, y) pairs")
-                Xe = self._validate_X(pair[0])
+                try:
+                    Xe = self._validate_X(pair[0])
+                except (ValueError, TypeError) as exc:
+                    raise type(exc)(f"eval_set[{i}]: {exc}") from exc
                 ye = self._encode_eval_target(np.asarray(pair[1]))
                 if ye.shape[0] != Xe.shape[0]:
                     raise ValueError(f"eval_set[{i}]: X has {Xe.shape[0]} rows but y has "
@@ -172,6 +179,8 @@ class _TreeBoostBase(BaseEstimator):
                 we = _check_sample_weight(we, Xe, dtype=np.float64)
                 eval_data.append((f"validation_{i}", Xe, ye, we))
         elif self.n_iter_no_change is not None and self.validation_fraction is not None:
+            _validation.check_validation_size(self.validation_fraction, y.shape[0],
+                                              getattr(self, "n_classes_", 1))
             stratify = y if self._scope == "classifier" else None
             if stratify is not None and np.bincount(y.astype(np.intp)).min() < 2:
                 stratify = None  # a class with one row cannot be stratified
@@ -267,6 +276,8 @@ class _TreeBoostBase(BaseEstimator):
             validate_data(self, frame, reset=False, skip_check_array=True)
             X, _ = frame_to_array(frame, self.pandas_categories_)
             return check_array(X, estimator=self, **checks)
+        check_no_categories(X, getattr(self, "pandas_categories_", {}),
+                            getattr(self, "feature_names_in_", None))
         return validate_data(self, X, reset=False, **checks)
 
     def _check_X(self, X):
@@ -275,6 +286,16 @@ class _TreeBoostBase(BaseEstimator):
 
     def _class_weighted(self, y, sample_weight):
         return sample_weight
+
+    def _check_label_types(self, y) -> None:
+        """Check the raw targets before NumPy converts them: a regressor needs numbers."""
+        _validation.check_numeric_target(y, type(self).__name__)
+
+    def _task(self) -> str:
+        """"regression", "binary" or "multiclass": what ``eval_metric`` must fit."""
+        if self._scope == "regressor":
+            return "regression"
+        return "binary" if self.n_classes_ == 2 else "multiclass"
 
     def _raw_predict(self, X) -> np.ndarray:
         X = self._check_X(X)
@@ -406,7 +427,10 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         return np.asarray(y, dtype=Y_DTYPE)
 
     def _encode_eval_target(self, y):
-        y = np.asarray(y, dtype=Y_DTYPE).ravel()
+        try:
+            y = np.asarray(y, dtype=Y_DTYPE).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"eval_set targets must be numbers: {exc}") from exc
         if not np.all(np.isfinite(y)):
             raise ValueError("eval_set targets contain NaN or infinity")
         return y
@@ -514,7 +538,11 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
             return sample_weight
         from sklearn.utils.class_weight import compute_sample_weight
 
+        _validation.check_class_weight_keys(self.class_weight, y)
         return sample_weight * compute_sample_weight(self.class_weight, y)
+
+    def _check_label_types(self, y) -> None:
+        _validation.check_label_types(y)
 
     def _encode_target(self, y):
         y = np.asarray(y)

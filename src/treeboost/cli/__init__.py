@@ -57,6 +57,7 @@ def _demo(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``treeboost`` argument parser with all its subcommands."""
     from . import predict, study, train
+    from ._options import seed
 
     parser = argparse.ArgumentParser(
         prog="treeboost", description="Gradient tree boosting from the command line.")
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="train and evaluate on scikit-learn's bundled datasets")
     demo.add_argument("--n-estimators", type=int, default=100)
     demo.add_argument("--learning-rate", type=float, default=0.1)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=seed, default=0)
     demo.set_defaults(handler=_demo)
     return parser
 
@@ -92,8 +93,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["demo", *argv])
+    import warnings
+
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        # a warning about the user's data reads like an error line, without source lines
+        print(f"treeboost {args.command}: warning: {message}", file=sys.stderr)
+
     try:
-        return args.handler(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line
+            return args.handler(args)
     except BrokenPipeError:
         # the reader stopped early (`| head`): not an error; keep Python's exit quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

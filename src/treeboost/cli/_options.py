@@ -18,6 +18,18 @@ _SKIP = {"random_state", "categorical_features", "class_weight"}
 UNSET = object()
 
 
+def seed(text: str) -> int:
+    """``--seed``: an int the models take as ``random_state`` (checked by the table)."""
+    try:
+        value = int(text)
+        next(p for p in PARAMS if p.name == "random_state").check(value)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("random_state=", "")
+                                         if "random_state" in str(exc) else
+                                         f"invalid int value: {text!r}") from exc
+    return value
+
+
 def _entries() -> dict[str, list]:
     table: dict[str, list] = {}
     for p in PARAMS:

@@ -31,8 +31,8 @@ def add_parser(sub) -> None:
     p.set_defaults(handler=run)
 
 
-def read_table(path) -> pd.DataFrame:
-    """Every column of an ARFF or CSV file (target included)."""
+def read_table(path, categorical=()) -> pd.DataFrame:
+    """Every column of an ARFF or CSV file (target included); ``categorical`` as CSV text."""
     from ..datasets.arff import read_arff
     from ..datasets.tabular import read_csv
 
@@ -42,7 +42,7 @@ def read_table(path) -> pd.DataFrame:
     if name.endswith((".arff", ".arff.gz")):
         return read_arff(path)
     if name.endswith((".csv", ".csv.gz")):
-        return read_csv(path)
+        return read_csv(path, categorical=categorical)
     raise DataError(f"{path}: unknown file type; expected .arff, .csv (optionally .gz)")
 
 
@@ -78,7 +78,11 @@ def run(args) -> int:
     if args.out and os.path.exists(args.out) and not args.force:
         raise FileExistsError(f"{args.out} exists; pass --force to overwrite it")
     model = load_model(args.model)
-    X = model_features(model, read_table(args.data), args.data)
+    # a CSV has no column types: the model's categorical columns are read as labels,
+    # even where this file holds only numbers in them
+    names = [str(n) for n in getattr(model, "feature_names_in_", [])]
+    categorical = {names[j] for j in model.pandas_categories_ if j < len(names)}
+    X = model_features(model, read_table(args.data, categorical), args.data)
     out = pd.DataFrame({"prediction": model.predict(X)})
     if args.proba:
         if not hasattr(model, "predict_proba"):

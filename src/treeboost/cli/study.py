@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ._options import seed
+
 
 def _jobs(text: str) -> int:
     value = int(text)
@@ -40,7 +42,7 @@ def add_parsers(sub) -> None:
                    help="1: stratified 80/20 hold-out (default); K >= 2: stratified K-fold")
     p.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                    help="worker processes (default: all cores, %(default)s); -1 all cores")
-    p.add_argument("--seed", type=int, default=0, help="seed of the splits and the models")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the splits and the models")
     p.add_argument("--target", help="target column of files without a manifest")
     p.add_argument("--task", choices=["all", "classification", "regression"], default="all",
                    help="which datasets to keep (default: all)")
@@ -87,15 +89,22 @@ def run(args) -> int:
 
 def run_report(args) -> int:
     """Run ``treeboost report``."""
-    from ..study.report import write_report
-    from ..study.store import Store
+    import sqlite3
 
-    if not os.path.isfile(os.path.join(args.out, "study.sqlite")):
+    from ..exceptions import DataError
+    from ..study.report import write_report
+    from ..study.store import Store, check_study_file
+
+    path = os.path.join(args.out, "study.sqlite")
+    if not os.path.isfile(path):
         raise FileNotFoundError(f"{args.out}: no study.sqlite here (run `treeboost study "
                                 f"--out {args.out}` first)")
+    check_study_file(path)
     store = Store(args.out)
     try:
         path = write_report(store)
+    except sqlite3.DatabaseError as exc:  # damage past the schema: found while reading
+        raise DataError(f"{path}: the study database is damaged ({exc})") from exc
     finally:
         store.close()
     print(f"report: {path} and {path.with_suffix('.html')}")

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ._options import add_param_options, chosen_params
+from ._options import add_param_options, chosen_params, seed
 
 
 def add_parser(sub) -> None:
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
                                         "target, else regression")
     p.add_argument("--one-hot", action="store_true",
                    help="one 0/1 column per category instead of native categorical splits")
-    p.add_argument("--seed", type=int, default=0, help="seed of the split and the model")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the split and the model")
     p.add_argument("--save", metavar="MODEL", help="write the fitted model (JSON) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --save file")
     p.add_argument("--format", choices=["text", "json"], default="text")
@@ -85,8 +85,12 @@ def metrics(task, model, X_test, y_test) -> dict:
 
 def run(args) -> int:
     """Run ``treeboost train``."""
-    if args.save and os.path.exists(args.save) and not args.force:
-        raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
+    if args.save is not None:
+        from ..serialization import check_destination
+
+        check_destination(args.save)  # before the fit, not after it
+        if os.path.exists(args.save) and not args.force:
+            raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
     task, X_train, X_test, y_train, y_test = load_split(args.data, args.target, args.task,
                                                         args.one_hot, args.seed)
     scope = "classifier" if task == "classification" else "regressor"

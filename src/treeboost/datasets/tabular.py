@@ -68,13 +68,17 @@ def read_text(path):
         return data.decode("latin-1")
 
 
-def read_csv(path):
+def read_csv(path, categorical=()):
     """Read a comma-separated file with one header row into a DataFrame.
 
     Parameters
     ----------
     path : str or path-like
         A ``.csv`` file, or ``.csv.gz`` (gunzipped by suffix).
+    categorical : collection of str, default=()
+        Columns read as ``category`` even when every value is a number: the
+        categorical columns of a model, whose labels ("1", "x") a file holding only
+        the numeric ones must not turn into numbers.
 
     Returns
     -------
@@ -114,12 +118,12 @@ def read_csv(path):
     except csv.Error as exc:
         raise DataError(f"{path}: line {reader.line_num}: {exc}") from exc
     columns = zip(*rows, strict=True) if rows else [()] * len(header)
-    return pd.DataFrame({name: _csv_column(values) for name, values in
+    return pd.DataFrame({name: _csv_column(values, name in categorical) for name, values in
                          zip(header, columns, strict=True)},
                         index=pd.RangeIndex(len(rows)))
 
 
-def _csv_column(values):
+def _csv_column(values, categorical=False):
     """Convert the raw strings of one CSV column to float64 or category."""
     # Work on the distinct strings: far fewer than rows in a categorical column.
     codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
@@ -131,7 +135,8 @@ def _csv_column(values):
     number = ~empty & ~na_token
     # Numeric when every value is a number or missing, and at least one is a number (a
     # column of only "None" is a level, not missing) or all are empty.
-    if not (np.isnan(parsed) & number).any() and (number.any() or empty.all()):
+    if not categorical and not (np.isnan(parsed) & number).any() and (
+            number.any() or empty.all()):
         parsed[~number] = np.nan
         return parsed[codes]
     uniques[empty] = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,13 +146,42 @@ def load_spec(spec: DatasetSpec):
         task = "classification" if isinstance(y.dtype, pd.CategoricalDtype) or \
             y.dtype.kind in "bOU" else "regression"
     keep = y.notna().to_numpy()
-    if not keep.all():  # a row without a target can be neither learned nor scored
-        X, y = X[keep], y[keep]
+    if not keep.all():
+        X, y = _drop_missing_target(X, y, keep, spec.source)
     if task == "regression":
-        y = y.astype(np.float64)
+        y = _regression_target(y, spec.source)
     elif isinstance(y.dtype, pd.CategoricalDtype):
         y = y.cat.remove_unused_categories()
     return X.reset_index(drop=True), y.reset_index(drop=True), task
+
+
+def _drop_missing_target(X, y, keep, source):
+    """Leave out the rows without a target, saying how many and which.
+
+    Dropped with a warning rather than refused: a row without a target can be neither
+    learned nor scored, and public datasets (OpenML's among them) often carry a few
+    unlabelled rows, which a user would otherwise have to strip by hand; the warning
+    gives the count and the first rows so that a mostly empty target is noticed.
+    """
+    missing = np.flatnonzero(~keep)
+    if missing.size == keep.size:
+        raise DataError(f"{source}: target column {y.name!r} is empty in every row")
+    first = ", ".join(str(i + 1) for i in missing[:5]) + (", ..." if missing.size > 5 else "")
+    warnings.warn(f"{source}: {missing.size} of {keep.size} rows have no value in target "
+                  f"column {y.name!r} and are left out (data rows {first}, 1-based, "
+                  "header not counted)", UserWarning, stacklevel=3)
+    return X[keep], y[keep]
+
+
+def _regression_target(y, source):
+    """The target as float64, or a ``DataError`` naming it when it holds text."""
+    try:
+        return y.astype(np.float64)
+    except (TypeError, ValueError):
+        text = [v for v in pd.unique(y.astype(object)) if isinstance(v, str)][:3]
+        raise DataError(f"{source}: target column {y.name!r} holds text (e.g. "
+                        f"{', '.join(map(repr, text))}) and cannot be a regression target; "
+                        "use --task classification, or another target") from None
 
 
 def _holdout(y, task: str, seed: int):

@@ -15,10 +15,13 @@ the same history).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
 from pathlib import Path
+
+from ..exceptions import DataError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,6 +45,47 @@ CREATE TABLE IF NOT EXISTS baselines (
 """
 
 
+_TABLES = ("meta", "runs", "datasets", "results", "trials", "baselines")
+
+
+def check_study_file(path) -> None:
+    """Raise ``DataError`` naming ``path`` unless it is a study database with settings.
+
+    ``treeboost report`` calls this before ``Store`` opens the file, since ``Store``
+    creates its tables in whatever SQLite file it is given: a foreign database would be
+    altered, an empty or damaged one would fail deep inside SQLite or the report.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file (run `treeboost study --out "
+                        f"{path.parent}` first)")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: empty file, not a study database")
+    try:
+        # a plain connection writes nothing until asked to; reading the schema is safe
+        with contextlib.closing(sqlite3.connect(path, timeout=60)) as db:
+            tables = {row[0] for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+            missing = [t for t in _TABLES if t not in tables]
+            settings = None if missing else db.execute(
+                "SELECT value FROM meta WHERE key='settings'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise DataError(f"{path}: not a readable SQLite database ({exc}); the file is "
+                        "damaged or is not a treeboost study") from exc
+    if missing:
+        raise DataError(f"{path}: not a treeboost study database (it has no table "
+                        f"{', '.join(missing)})")
+    try:
+        stored = json.loads(settings[0]) if settings is not None else None
+        ok = isinstance(stored, dict) and isinstance(stored.get("grid"), dict) and \
+            {"search", "folds", "seed"} <= set(stored)  # what the report reads
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise DataError(f"{path}: the study database holds no readable study settings; "
+                        "it is damaged or its study never started")
+
+
 class Store:
     """Open (or create) the database of the study in folder ``out``.
 
@@ -57,11 +101,25 @@ class Store:
         self.path = self.folder / "study.sqlite"
         # isolation_level=None: autocommit, transactions are explicit below
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a killed process (only power loss can drop the
-        # last commits), and avoids an fsync per result
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        try:
+            foreign = {row[0] for row in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")} - {*_TABLES,
+                                                                         "sqlite_sequence"}
+            if foreign:  # another program's database: adding our tables would alter it
+                raise DataError(f"{self.path}: not a treeboost study database (it has "
+                                f"tables {', '.join(sorted(foreign))}); use another folder")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode survives a killed process (only power loss can drop the
+            # last commits), and avoids an fsync per result
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise DataError(f"{self.path}: not a readable SQLite database ({exc}); the "
+                            "file is damaged or is not a treeboost study") from exc
+        except DataError:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         """Close the connection."""

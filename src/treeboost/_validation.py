@@ -1,0 +1,81 @@
+"""Checks of the data given to ``fit`` that the parameter table cannot make alone.
+
+Each raises one ``ValueError``/``TypeError`` naming the parameter or argument, in Python
+before any kernel runs (SPEC §8): target types that NumPy would silently convert,
+``class_weight`` keys that are not classes, and an early-stopping hold-out too small.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def _first(items, kinds):
+    return next((v for v in items if isinstance(v, kinds)), None)
+
+
+def check_numeric_target(y, estimator: str) -> None:
+    """Refuse text targets for a regressor (NumPy would fail deep in a conversion).
+
+    Strings that all read as numbers ("1.5") are let through, as scikit-learn does.
+    """
+    if isinstance(y, np.ndarray) and y.dtype.kind in "biuf":
+        return
+    items = np.asarray(y, dtype=object).ravel().tolist()
+    text = _first(items, (str, bytes))
+    if text is None:
+        return
+    try:
+        np.asarray(items, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"y holds strings (e.g. {text!r}) but {estimator} needs numeric "
+                        "targets; for class labels use TreeBoostClassifier") from None
+
+
+def check_label_types(y) -> None:
+    """Refuse class labels that mix numbers and strings.
+
+    NumPy would turn ``[1, "a", 2]`` into the strings ``"1", "a", "2"``: classes the
+    user never had, and ``predict`` would return strings for the numeric labels.
+    """
+    if isinstance(y, np.ndarray) and y.dtype.kind != "O":
+        return  # one dtype: the labels are one type already
+    items = np.asarray(y, dtype=object).ravel().tolist()
+    # v == v leaves NaN out: missing labels have their own error
+    number = next((v for v in items if isinstance(v, numbers.Number) and v == v), None)
+    text = _first(items, (str, bytes))
+    if number is not None and text is not None:
+        raise TypeError(f"y mixes numbers and strings as class labels (e.g. {number!r} and "
+                        f"{text!r}): make them one type, e.g. all strings")
+
+
+def check_class_weight_keys(class_weight, y) -> None:
+    """Refuse ``class_weight`` keys that are not labels of ``y`` (e.g. "1" for 1)."""
+    if not isinstance(class_weight, dict):
+        return
+    classes = np.unique(y).tolist()
+    unknown = [k for k in class_weight if k not in classes]
+    if unknown:
+        raise ValueError(f"class_weight has keys {unknown} that are not classes of y; the "
+                         f"classes are {classes[:20]}")
+
+
+def check_validation_size(validation_fraction: float, n_rows: int, n_classes: int) -> None:
+    """Refuse an early-stopping hold-out with no training left, or fewer rows than classes.
+
+    ``n_classes`` is 1 for a regressor. The rounding is ``train_test_split``'s: the
+    hold-out has ``ceil(validation_fraction * n_rows)`` rows.
+    """
+    n_val = int(np.ceil(validation_fraction * n_rows))
+    # a stratified split puts every class on both sides
+    n_train_min = max(2, n_classes)
+    if n_rows - n_val < n_train_min or n_val < n_classes:
+        need = f" and hold at least {n_classes} (one per class)" if n_classes > 1 else ""
+        raise ValueError(
+            f"validation_fraction={validation_fraction!r} holds out {n_val} of {n_rows} rows "
+            f"for early stopping, which must leave at least {n_train_min} rows for "
+            f"training{need}: "
+            "change validation_fraction, pass an eval_set, or set "
+            "validation_fraction=None to monitor the training data")
