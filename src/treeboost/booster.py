@@ -226,7 +226,7 @@ class Booster:
                 trace.append(_trace_record(m, k, at[k], residual, hessian, state, grown,
                                            indices, gamma, shrink, tree, row_factor, dropped))
             state.add_tree(tree, k, indices, grown, outside)
-            self._check_tree(state, tree, m, k, grown.sum_g[0])  # raw scores now include it
+            self._check_tree(state, tree, m, k, float(grown.sum_g[0]))  # raw now has it
             stage.append(tree)
         self.trees.append(stage)
         self.stage_weights.append(shrink)
@@ -266,29 +266,41 @@ class Booster:
         not used by the tree. The raw scores stay within F0 +- ``state.drift``,
         the sum of the trees' max |value| (for rf, whose trees are averaged,
         the max), so they are checked row by row only when that bound could
-        reach ``state.raw_limit``: the check costs one dot product per tree.
+        reach ``state.raw_limit``: the check costs one dot product per tree
+        (about 2 us in all on small trees).
+
+        The fused kernel returns no gradient sum: its root value carries G, but
+        ``max_delta_step`` clips an infinite one to the cap. The built-in
+        losses cannot produce that alone: their gradients overflow only with
+        their hessians (log link, exponential) or are refused before training
+        (``Loss.check_scale``); user callables and formulas check their
+        derivatives themselves.
         """
-        # 0 * NaN and 0 * inf are NaN: one sum is finite iff all its parts are (Python
-        # floats: NumPy scalars would warn)
-        root = float(tree.cover[0]) + float(root_gradient)
-        total = float(np.dot(tree.value, tree.value)) + 0.0 * root
-        if math.isfinite(total):
-            step = math.sqrt(total)  # >= max |value|
-        else:  # values beyond 1e154 square to inf: look closer before calling it divergence
-            step = float(np.abs(tree.value).max())
-            if not math.isfinite(root):
-                raise self._divergence(state, m, k, "the gradient or hessian of some rows is "
-                                       f"not finite (root sums G={float(root_gradient):.3g}, "
-                                       f"H={float(tree.cover[0]):.3g})")
-            if not math.isfinite(step):
-                raise self._divergence(state, m, k, "a node value is not finite (the "
-                                       "gradient or hessian of some rows, or a step, is)")
-        if self.params.boosting == "rf":
-            state.drift[k] = max(state.drift[k], step)
-        else:
-            state.drift[k] += step
-        if state.drift[k] > state.raw_limit[k]:
-            state.drift[k] = self._check_raw(state, m, k)
+        # 0 * NaN and 0 * inf are NaN: the sum is finite iff all its parts are, and then
+        # its root >= max |value| (one dot product: the whole check is ~1 us on small trees)
+        value = tree.value
+        total = value.dot(value) + 0.0 * (tree.cover.item(0) + root_gradient)
+        if not total < _SQUARED_LIMIT:
+            total = self._checked_values(state, tree, m, k, root_gradient)
+        step = math.sqrt(total)
+        drift = state.drift
+        drift[k] = max(drift[k], step) if state.averaged else drift[k] + step
+        if drift[k] > state.raw_limit[k]:
+            drift[k] = self._check_raw(state, m, k)
+
+    def _checked_values(self, state: _TrainingState, tree: Tree, m: int, k: int,
+                        root_gradient: float) -> float:
+        """max value^2 of a tree whose sum of squares is not finite; raise if a value is not."""
+        root = tree.cover.item(0) + float(root_gradient)
+        if not math.isfinite(root):
+            raise self._divergence(state, m, k, "the gradient or hessian of some rows is "
+                                   f"not finite (root sums G={float(root_gradient):.3g}, "
+                                   f"H={tree.cover.item(0):.3g})")
+        step = float(np.abs(tree.value).max())
+        if not math.isfinite(step):
+            raise self._divergence(state, m, k, "a node value is not finite (the "
+                                   "gradient or hessian of some rows, or a step, is)")
+        return step * step  # values of 1e154 and more: float64 still holds their square
 
     def _check_raw(self, state: _TrainingState, m: int, k: int) -> float:
         """max |raw - F0| of output k's training rows (rf: of their mean); raise past the limit."""
@@ -456,11 +468,12 @@ class _TrainingState:
         # divergence checks (Booster._check_tree): a bound on |raw - F0|, and its limit:
         # exp overflows float64 past a raw score of 709.78; other links only need finite
         # scores, held well inside float64 so that the sums of trees cannot overflow
-        self.drift = np.zeros(K)
+        # (Python floats: cheaper than NumPy scalars in the stage loop)
         ceiling = _LOG_RAW_LIMIT if booster.loss.link == "log" else _RAW_LIMIT
-        self.raw_limit = ceiling - np.abs(booster.init_score)
-        if booster.trees:
-            self.drift[:] = np.inf  # unknown: measured at the first stage
+        self.raw_limit = [ceiling - abs(float(f0)) for f0 in booster.init_score]
+        # unknown when continuing: measured at the first stage
+        self.drift = [math.inf if booster.trees else 0.0] * K
+        self.averaged = booster.params.boosting == "rf"
         self.gradient = np.empty((K, n), dtype=G_H_DTYPE)
         self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
         bm = booster.bin_mapper
@@ -537,6 +550,8 @@ _NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
 _LOG_RAW_LIMIT = 700.0
 #: the largest |raw score| of the other links
 _RAW_LIMIT = 1e300
+#: sums of squared node values up to this are surely finite and sum of finite values
+_SQUARED_LIMIT = 1e300
 
 
 def _complement(rows: np.ndarray, n: int) -> np.ndarray:
