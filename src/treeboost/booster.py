@@ -277,7 +277,7 @@ class Booster:
         derivatives themselves.
         """
         # 0 * NaN and 0 * inf are NaN: the sum is finite iff all its parts are, and then
-        # its root >= max |value| (one dot product: the whole check is ~1 us on small trees)
+        # its root >= max |value|
         value = tree.value
         total = value.dot(value) + 0.0 * (tree.cover.item(0) + root_gradient)
         if not total < _SQUARED_LIMIT:
