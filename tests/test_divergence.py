@@ -277,3 +277,10 @@ def test_zero_hessians_at_some_rows_are_accepted():
     assert np.all(np.isfinite(pred))
     # it fits the rows it sees: better than the constant model
     assert np.mean((pred - y) ** 2) < np.var(y)
+
+
+def test_a_formula_that_overflows_on_large_targets_names_y():
+    # log(cosh(f - y)) is infinite once |f - y| > 710: targets of 1e30 (found by the fuzz)
+    X, y = _regression_data()
+    with pytest.raises(ValueError, match=r"not finite at F0=.*\(y in \[.*\]\): rescale y"):
+        TreeBoostRegressor(loss=Formula("log(cosh(f - y))"), n_estimators=5).fit(X, y * 1e30)

@@ -319,7 +319,10 @@ class FormulaLoss(Loss):
             lo, hi = lo - width, hi + width
         c = self._polish(objective, y_user, w, c)
         if not math.isfinite(objective(c)):
-            raise ValueError(f"{self.formula!r} is not finite at F0={c:g} for these targets")
+            # e.g. log(cosh(f - y)) overflows once |f - y| passes 710: targets of 1e30
+            raise ValueError(f"{self.formula!r} is not finite at F0={c:g} for these targets "
+                             f"(y in [{float(y_user.min()):.3g}, {float(y_user.max()):.3g}]): "
+                             "rescale y, or write the formula so that it stays finite there")
         return np.array([c])
 
     def _polish(self, objective, y_user, w, c):
