@@ -39,7 +39,7 @@ def _estimator(loss, **params):
     return TreeBoostRegressor(loss=loss, **params)
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(loss=st.sampled_from(LOSSES), seed=st.integers(0, 2**32 - 1),
        n=st.integers(5, 80), n_features=st.integers(1, 4),
        column_log_scales=st.lists(st.integers(-200, 200), min_size=4, max_size=4),
