@@ -8,6 +8,7 @@ the raw scores. Validation scores are kept up to date incrementally.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -19,6 +20,7 @@ from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
 from .binning import BinMapper, SparseBinned, canonical_sparse
+from .exceptions import DivergenceError
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
 from .metrics import Metric
@@ -96,6 +98,12 @@ class Booster:
         return self.loss.n_outputs
 
     @property
+    def max_delta_step(self) -> float | None:
+        """The cap on |leaf value| before shrinkage: the parameter, else the loss's default."""
+        mds = self.params.max_delta_step
+        return self.loss.max_delta_step if mds is None else mds
+
+    @property
     def n_features(self) -> int:
         """Number of features of the training data."""
         return int(self.bin_mapper.n_edges_.size)
@@ -138,6 +146,7 @@ class Booster:
         p = self.params
         check_mode(p)
         y, sample_weight = readonly(y), readonly(sample_weight)
+        self.loss.check_scale(y, sample_weight)
         if not self.trees:
             self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
                                          dtype=SUM_DTYPE)
@@ -204,6 +213,7 @@ class Booster:
             if fused:
                 tree = self._newton_tree(state, k, indices, features, outside, shrink,
                                          root)
+                self._check_tree(state, tree, m, k, 0.0)
                 state.add_to_eval_sets(tree, k)
                 stage.append(tree)
                 continue
@@ -216,6 +226,7 @@ class Booster:
                 trace.append(_trace_record(m, k, at[k], residual, hessian, state, grown,
                                            indices, gamma, shrink, tree, row_factor, dropped))
             state.add_tree(tree, k, indices, grown, outside)
+            self._check_tree(state, tree, m, k, float(grown.sum_g[0]))  # raw now has it
             stage.append(tree)
         self.trees.append(stage)
         self.stage_weights.append(shrink)
@@ -233,7 +244,7 @@ class Booster:
         """
         grow_args = state.grower.kernel_arguments(state.gradient[k], state.hessian[k],
                                                   indices, features, outside is None, root, k)
-        mds = self.params.max_delta_step
+        mds = self.max_delta_step
         bm = self.bin_mapper
         (n, feature, threshold, bin_threshold, missing_left, is_categorical, cat_bitset, left,
          right, value, gain, count, cover) = grow_newton_tree(
@@ -245,6 +256,77 @@ class Booster:
                     left=left[:n], right=right[:n], value=value[:n], gain=gain[:n],
                     count=count[:n], cover=cover[:n])
 
+    def _check_tree(self, state: _TrainingState, tree: Tree, m: int, k: int,
+                    root_gradient: float) -> None:
+        """Raise ``DivergenceError`` unless stage m's tree of output k is finite.
+
+        A non-finite gradient or hessian of a row of the stage's sample makes
+        the root's sums (``cover[0]``, ``root_gradient``; the fused kernel's
+        root value is -G/(H + lambda)) non-finite; one of a row outside it is
+        not used by the tree. The raw scores stay within F0 +- ``state.drift``,
+        the sum of the trees' max |value| (for rf, whose trees are averaged,
+        the max), so they are checked row by row only when that bound could
+        reach ``state.raw_limit``: the check costs one dot product per tree
+        (about 2 us in all on small trees).
+
+        The fused kernel returns no gradient sum: its root value carries G, but
+        ``max_delta_step`` clips an infinite one to the cap. The built-in
+        losses cannot produce that alone: their gradients overflow only with
+        their hessians (log link, exponential) or are refused before training
+        (``Loss.check_scale``); user callables and formulas check their
+        derivatives themselves.
+        """
+        # 0 * NaN and 0 * inf are NaN: the sum is finite iff all its parts are, and then
+        # its root >= max |value|
+        value = tree.value
+        total = value.dot(value) + 0.0 * (tree.cover.item(0) + root_gradient)
+        if not total < _SQUARED_LIMIT:
+            total = self._checked_values(state, tree, m, k, root_gradient)
+        step = math.sqrt(total)
+        drift = state.drift
+        drift[k] = max(drift[k], step) if state.averaged else drift[k] + step
+        if drift[k] > state.raw_limit[k]:
+            drift[k] = self._check_raw(state, m, k)
+
+    def _checked_values(self, state: _TrainingState, tree: Tree, m: int, k: int,
+                        root_gradient: float) -> float:
+        """max value^2 of a tree whose sum of squares is not finite; raise if a value is not."""
+        root = tree.cover.item(0) + float(root_gradient)
+        if not math.isfinite(root):
+            raise self._divergence(state, m, k, "the gradient or hessian of some rows is "
+                                   f"not finite (root sums G={float(root_gradient):.3g}, "
+                                   f"H={tree.cover.item(0):.3g})")
+        step = float(np.abs(tree.value).max())
+        if not math.isfinite(step):
+            raise self._divergence(state, m, k, "a node value is not finite (the "
+                                   "gradient or hessian of some rows, or a step, is)")
+        return step * step  # values of 1e154 and more: float64 still holds their square
+
+    def _check_raw(self, state: _TrainingState, m: int, k: int) -> float:
+        """max |raw - F0| of output k's training rows (rf: of their mean); raise past the limit."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            drift = float(np.max(np.abs(state.raw[k] - self.init_score[k])))
+        if self.params.boosting == "rf":
+            drift /= len(self.trees) + 1
+        if not drift <= state.raw_limit[k]:
+            what = ("exp of the raw scores leaves float64's range" if self.loss.link == "log"
+                    else "the raw scores are not finite")
+            raise self._divergence(state, m, k, f"raw scores moved {drift:.3g} from F0="
+                                   f"{self.init_score[k]:.3g}: {what}")
+        return drift
+
+    def _divergence(self, state: _TrainingState, m: int, k: int, what: str) -> DivergenceError:
+        """The error for stage m (0-based), with the data's scales as the likely cause."""
+        y, w = state.y, state.sample_weight
+        out = f" for output {k}" if self.n_outputs > 1 else ""
+        return DivergenceError(
+            f"training diverged at stage {m + 1} (1-based){out} with loss='{self.loss.name}': "
+            f"{what}. Likely causes: the scale of y (|y| up to "
+            f"{float(np.max(np.abs(y), initial=0.0)):.3g}) or of sample_weight (up to "
+            f"{float(np.max(w, initial=0.0)):.3g}), or a loss whose Newton steps do not "
+            "converge on these targets; rescale y or sample_weight, or lower learning_rate "
+            "or max_delta_step")
+
     def _leaf_values(self, grown: GrownTree, y, raw_k, sample_weight, indices, context):
         """Every node's value before shrinkage: the loss's line search at the leaves."""
         gp = self.params.grower
@@ -253,10 +335,11 @@ class Booster:
             y, raw_k, sample_weight, indices, grown.leaf_starts, grown.leaf_stops,
             grown.sum_g[grown.leaf_nodes], grown.sum_h[grown.leaf_nodes], context,
             gp.reg_lambda, gp.reg_alpha)
-        if self.params.max_delta_step is not None:
+        mds = self.max_delta_step
+        if mds is not None:
             # a trust region for the line search: Newton steps on near-zero
             # hessians (XGBoost's max_delta_step)
-            np.clip(value, -self.params.max_delta_step, self.params.max_delta_step, out=value)
+            np.clip(value, -mds, mds, out=value)
         return value
 
     def _make_tree(self, grown: GrownTree, value: np.ndarray) -> Tree:
@@ -382,6 +465,15 @@ class _TrainingState:
                 for e, er, rr in zip(self.eval_sets, self.eval_raw, self.eval_rows,
                                      strict=True):
                     _add_tree_binned(tree, e.X_binned, rr, er[k])
+        # divergence checks (Booster._check_tree): a bound on |raw - F0|, and its limit:
+        # exp overflows float64 past a raw score of 709.78; other links only need finite
+        # scores, held well inside float64 so that the sums of trees cannot overflow
+        # (Python floats: cheaper than NumPy scalars in the stage loop)
+        ceiling = _LOG_RAW_LIMIT if booster.loss.link == "log" else _RAW_LIMIT
+        self.raw_limit = [ceiling - abs(float(f0)) for f0 in booster.init_score]
+        # unknown when continuing: measured at the first stage
+        self.drift = [math.inf if booster.trees else 0.0] * K
+        self.averaged = booster.params.boosting == "rf"
         self.gradient = np.empty((K, n), dtype=G_H_DTYPE)
         self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
         bm = booster.bin_mapper
@@ -454,6 +546,12 @@ def _trace_record(m, k, raw_k, residual, hessian, state, grown, indices, gamma, 
 
 
 _NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
+#: the largest |raw score| a log-link model may reach: exp(709.78) is float64's maximum
+_LOG_RAW_LIMIT = 700.0
+#: the largest |raw score| of the other links
+_RAW_LIMIT = 1e300
+#: sums of squared node values up to this are surely finite and sum of finite values
+_SQUARED_LIMIT = 1e300
 
 
 def _complement(rows: np.ndarray, n: int) -> np.ndarray:

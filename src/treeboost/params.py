@@ -125,7 +125,9 @@ PARAMS = [
     Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0),
     Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0),
     Param("max_delta_step", "float", None, "Cap on |leaf value| before shrinkage; None: "
-          "no cap.", low=0.0, closed="neither", none_ok=True, scope="regressor"),
+          "1.0 for gamma and tweedie and 5.0 for poisson (log link: their Newton steps are "
+          "otherwise unbounded), no cap for the other losses.", low=0.0, closed="neither",
+          none_ok=True, scope="regressor"),
     Param("max_delta_step", "float", 10.0, "Cap on |leaf value| (log-odds) before "
           "shrinkage: a Newton step on near-zero hessians (a very rare class) is otherwise "
           "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier"),

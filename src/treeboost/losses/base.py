@@ -10,6 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import DataError
+
+#: the largest |gradient| or |hessian| accepted at F0 (``Loss.check_scale``): gradients
+#: are stored as float32, whose maximum is 3.4e38; the margin of 1000 leaves room for raw
+#: scores that move away from F0 during training before a gradient overflows
+GRADIENT_LIMIT = 3e35
+
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, alpha: float) -> float:
     """Minimiser of the weighted pinball loss: the weighted alpha-quantile.
@@ -42,6 +49,26 @@ def argmin_constant(objective, lo: float, hi: float) -> float:
     return float(res.x)
 
 
+def check_hessian(name: str, y: np.ndarray, f: np.ndarray, hessian: np.ndarray) -> None:
+    """Refuse a user loss's negative hessians (``LossError``); zeros are accepted.
+
+    Leaves take the Newton step -G / (H + lambda), a step downhill only when
+    H > 0; with negative hessians the split gains G^2 / H rank the worst
+    splits first and the steps climb the loss. A zero hessian is fine at some
+    rows (a loss flat in f far from the target, a row of weight 0): a node
+    whose H + lambda is 0 gets the value 0, no step.
+    """
+    negative = hessian < 0
+    if negative.any():
+        from ..exceptions import LossError
+
+        i = int(np.argmin(hessian))
+        raise LossError(f"loss={name} gave negative hessians at {int(negative.sum())} of "
+                        f"{hessian.size} rows (the lowest, {hessian[i]:.3g}, at y={y[i]:.3g}, "
+                        f"f={f[i]:.3g}): Newton steps need a loss convex in f, "
+                        "with hessians >= 0")
+
+
 def newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha):
     """-T(G) / (H + lambda), T the L1 soft-threshold (XGBoost eq. 5)."""
     g = np.asarray(sum_g, dtype=np.float64)
@@ -69,6 +96,9 @@ class Loss:
     exact_leaves : bool
         Whether leaves are set by a loss-specific line search instead of the
         Newton step computed from gradient and hessian sums.
+    max_delta_step : float or None
+        The cap on |leaf value| (before shrinkage) used when the estimator's
+        ``max_delta_step`` is None; None: no cap.
     """
 
     name = "base"
@@ -76,6 +106,7 @@ class Loss:
     is_classification = False
     n_outputs = 1
     exact_leaves = False
+    max_delta_step: float | None = None
 
     # ---- targets ------------------------------------------------------
     def validate_target(self, y: np.ndarray) -> None:
@@ -106,6 +137,33 @@ class Loss:
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """Fill ``gradient`` and ``hessian`` (float32, like ``raw``); return a stage context."""
         raise NotImplementedError
+
+    def gradient_scale(self, y: np.ndarray, sample_weight: np.ndarray) -> float:
+        """The order of max |gradient| and |hessian| at F0, sample weights included.
+
+        The default suits losses whose unweighted derivatives are O(1) at F0
+        (classification, the losses with bounded gradients); user losses are
+        left to the per-stage divergence check.
+        """
+        return float(np.max(sample_weight, initial=0.0))
+
+    def check_scale(self, y: np.ndarray, sample_weight: np.ndarray) -> None:
+        """Refuse targets or weights whose gradients would overflow float32 (``DataError``).
+
+        Called once before training, so that a stage never computes infinite
+        gradients and silently grows a constant or NaN model.
+        """
+        with np.errstate(over="ignore", invalid="ignore"):
+            scale = self.gradient_scale(y, sample_weight)
+        if not scale <= GRADIENT_LIMIT:  # also NaN
+            lo, hi = (float(np.min(y)), float(np.max(y))) if y.size else (0.0, 0.0)
+            w = float(np.max(sample_weight, initial=0.0))
+            raise DataError(
+                f"y in [{lo:.3g}, {hi:.3g}] with sample_weight up to {w:.3g} gives "
+                f"gradients of order {scale:.3g} under loss='{self.name}', beyond "
+                f"{GRADIENT_LIMIT:.0e}, the limit for float32 gradients: rescale "
+                + ("sample_weight" if w > GRADIENT_LIMIT else "y" if w <= 1.0
+                   else "y or sample_weight"))
 
     def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
                     sum_g, sum_h, context, reg_lambda, reg_alpha) -> np.ndarray:

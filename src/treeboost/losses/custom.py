@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from .base import Loss
+from .base import Loss, check_hessian
 from .formula import Formula
 
 
@@ -64,7 +64,9 @@ class CallableLoss(Loss):
     ``fn`` receives float64 arrays of shape (n_samples,): the targets (for
     the classifier the class index, 0 or 1, of ``classes_``) and the raw
     scores, and returns per-row dL/df and d2L/df2 (unweighted: the engine
-    multiplies by the sample weights). Leaves take the Newton step. F0 is
+    multiplies by the sample weights). Leaves take the Newton step, so the
+    hessian must be >= 0: a negative one is refused at the stage where it
+    appears (``treeboost.exceptions.LossError``); zeros are accepted. F0 is
     the root of the weighted gradient found by Newton's method from 0 (the
     loss itself is unknown, so there is no line search on its value). The
     classifier reads f as the log-odds of the second class.
@@ -125,6 +127,7 @@ class CallableLoss(Loss):
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """g = w fn(y, f)[0], h = w fn(y, f)[1], stored as float32."""
         g, h = self.derivatives(y, raw[0])
+        check_hessian(repr(self.fn), y, raw[0], h)
         gradient[0][:] = sample_weight * g
         hessian[0][:] = sample_weight * h
 

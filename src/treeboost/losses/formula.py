@@ -18,7 +18,7 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from .base import Loss, argmin_constant, newton_leaf_value
+from .base import Loss, argmin_constant, check_hessian, newton_leaf_value
 
 #: what a formula may name besides y and f: SymPy's functions and constants
 _SYMBOLS = ("y", "f")
@@ -69,7 +69,10 @@ class Formula:
         If the formula does not parse, names symbols other than ``y`` and
         ``f`` or unknown functions, does not depend on ``f``, is not twice
         differentiable in ``f`` (``abs``, ``Max``, ``sign``, piecewise
-        definitions), or has a hessian identically zero.
+        definitions), or has a hessian identically zero. Training raises
+        ``treeboost.exceptions.LossError`` at the first stage where the
+        hessian is negative at some row (leaves take Newton steps, which need
+        a loss convex in ``f``); zero hessians at some rows are accepted.
 
     Examples
     --------
@@ -288,6 +291,7 @@ class FormulaLoss(Loss):
         if not (np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
             raise ValueError(f"{self.formula!r} gave NaN or infinite derivatives at some rows "
                              "(targets outside its domain, or overflow)")
+        check_hessian(repr(self.formula), y, raw[0], h)
         # the product is rounded to float32 once, as in the built-in kernels
         gradient[0][:] = sample_weight * g
         hessian[0][:] = sample_weight * h
@@ -296,6 +300,10 @@ class FormulaLoss(Loss):
         """F0 = argmin_c sum w L(y, c): bounded Brent, then Newton steps to full precision."""
         y_user = self._user_y(y)
         w = np.asarray(sample_weight, dtype=np.float64)
+        # a concave formula has no minimum to search for: refuse it for its negative
+        # hessians (as stage 1 would) before the search runs off to infinity
+        start = np.full(y_user.shape[0], float(np.median(y_user)) if y_user.size else 0.0)
+        check_hessian(repr(self.formula), y_user, start, self._derivs(y_user, start)[1])
 
         def objective(c):
             out = np.empty(y_user.shape[0], dtype=np.float64)
@@ -311,7 +319,10 @@ class FormulaLoss(Loss):
             lo, hi = lo - width, hi + width
         c = self._polish(objective, y_user, w, c)
         if not math.isfinite(objective(c)):
-            raise ValueError(f"{self.formula!r} is not finite at F0={c:g} for these targets")
+            # e.g. log(cosh(f - y)) overflows once |f - y| passes 710: targets of 1e30
+            raise ValueError(f"{self.formula!r} is not finite at F0={c:g} for these targets "
+                             f"(y in [{float(y_user.min()):.3g}, {float(y_user.max()):.3g}]): "
+                             "rescale y, or write the formula so that it stays finite there")
         return np.array([c])
 
     def _polish(self, objective, y_user, w, c):

@@ -9,6 +9,21 @@ from .._kernels import losses as k
 from .base import Loss, argmin_constant, weighted_quantile
 
 
+def _spread(y, sample_weight) -> float:
+    """max(w) * max(1, max(y) - min(y)): |w (F - y)| and w at F0 within [min y, max y]."""
+    if y.size == 0:
+        return 0.0
+    return float(np.max(sample_weight)) * max(1.0, float(np.max(y)) - float(np.min(y)))
+
+
+def _bounded(y, sample_weight) -> float:
+    """max(w) for gradients bounded by the weight; inf if residuals overflow float64."""
+    if y.size == 0:
+        return 0.0
+    finite = np.isfinite(float(np.max(y)) - float(np.min(y)))
+    return float(np.max(sample_weight)) if finite else np.inf
+
+
 def _exact_leaves(quantile_fn, y, raw, sample_weight, sample_indices, leaf_starts,
                   leaf_stops):
     """Leaf values by a line search over each leaf's residuals y - F."""
@@ -36,6 +51,10 @@ class SquaredError(Loss):
         """g = F - y, h = 1."""
         k.grad_hess_squared_error(y, raw[0], sample_weight, gradient[0], hessian[0])
 
+    def gradient_scale(self, y, sample_weight):
+        """max(w) * the range of y."""
+        return _spread(y, sample_weight)
+
 
 class AbsoluteError(Loss):
     """L = |y - F|; F0 and leaves are weighted medians (Friedman's LAD_TreeBoost)."""
@@ -54,6 +73,10 @@ class AbsoluteError(Loss):
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """g = sign(F - y), h = 1."""
         k.grad_hess_absolute_error(y, raw[0], sample_weight, gradient[0], hessian[0])
+
+    def gradient_scale(self, y, sample_weight):
+        """max(w): |g| <= w (the residuals of the leaves' medians must be finite)."""
+        return _bounded(y, sample_weight)
 
     def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
                     sum_g, sum_h, context, reg_lambda, reg_alpha):
@@ -83,6 +106,10 @@ class Quantile(Loss):
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """g = -alpha if y > F else 1 - alpha, h = 1."""
         k.grad_hess_quantile(y, raw[0], sample_weight, gradient[0], hessian[0], self.alpha)
+
+    def gradient_scale(self, y, sample_weight):
+        """max(w): |g| <= w (the residuals of the leaves' quantiles must be finite)."""
+        return _bounded(y, sample_weight)
 
     def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
                     sum_g, sum_h, context, reg_lambda, reg_alpha):
@@ -134,13 +161,30 @@ class Huber(Loss):
                               weights=sample_weight)
 
         lo, hi = float(y.min()), float(y.max())
-        return np.array([lo if hi <= lo else argmin_constant(objective, lo, hi)])
+        if hi <= lo:
+            return np.array([lo])
+        if hi - lo <= 1e6 * delta:
+            return np.array([argmin_constant(objective, lo, hi)])
+        # an outlier far beyond delta (1e30 among values of order 1) adds delta * |y - c|
+        # to the objective, next to which its variation in c is below float64's
+        # resolution: solve sum w clip(y - c, -delta, delta) = 0 instead, whose root lies
+        # within delta of the median (at med +- delta half the weight is clipped one way)
+        from scipy.optimize import brentq  # imported on use: slow to import
+
+        def psi(c):
+            return float(sample_weight @ np.clip(y - c, -delta, delta))
+
+        return np.array([brentq(psi, med - delta, med + delta, xtol=1e-12 * (1 + abs(med)))])
 
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """g = clip(F - y, -delta, delta), h = 1; returns delta."""
         delta = self._delta(y, raw, sample_weight)
         k.grad_hess_huber(y, raw[0], sample_weight, gradient[0], hessian[0], delta)
         return delta
+
+    def gradient_scale(self, y, sample_weight):
+        """max(w) * the range of y, which bounds delta."""
+        return _spread(y, sample_weight)
 
     def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
                     sum_g, sum_h, context, reg_lambda, reg_alpha):
@@ -160,10 +204,27 @@ class Huber(Loss):
 
 
 class _LogLinkLoss(Loss):
-    """Losses with a log link: F0 = log of the weighted mean target."""
+    """Losses with a log link: F0 = log of the weighted mean target.
+
+    Their Newton steps are unbounded in one direction and overshoot the
+    leaf's exact minimiser there: for gamma, -G/H = 1 - W/T (W the leaf's
+    weight, T = sum w y exp(-F)) against the exact log(T/W), so a leaf of
+    targets 1e-3 under a prediction of 7 gets -7000 and exp of the raw score
+    overflows; for Poisson, -G/H = Y/M - 1 (Y, M the sums of w y and w mu)
+    against the exact log(Y/M). Leaf values are therefore capped at
+    ``max_delta_step`` (the estimator's parameter when given): 1 for gamma
+    and Tweedie (a factor e on the prediction per unshrunk step), 5 for
+    Poisson, whose steps down are bounded by -1 anyway and whose accuracy
+    on skewed counts gained up to a cap of 5 (tests/test_divergence.py).
+    LightGBM and XGBoost bound Poisson steps by computing the hessian at
+    F + 0.7 instead, which halves every step, and leave gamma and Tweedie
+    unbounded: on targets spanning orders of magnitude they (and
+    scikit-learn) predict NaN, 0 or a constant where the cap is accurate.
+    """
 
     link = "log"
     strictly_positive = False
+    max_delta_step = 1.0
 
     def validate_target(self, y):
         """Targets must be >= 0 (> 0 for gamma) with a positive mean."""
@@ -178,11 +239,15 @@ class _LogLinkLoss(Loss):
         """log of the weighted mean of y."""
         return np.array([np.log(np.average(y, weights=sample_weight))])
 
+    def _mean(self, y, sample_weight) -> float:
+        return float(np.average(y, weights=sample_weight)) if y.size else 1.0
+
 
 class Poisson(_LogLinkLoss):
     """Poisson deviance / 2 with log link: L = exp(F) - y F."""
 
     name = "poisson"
+    max_delta_step = 5.0
 
     def pointwise(self, y, raw):
         """exp(F) - y F for each row."""
@@ -191,6 +256,11 @@ class Poisson(_LogLinkLoss):
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """g = exp(F) - y, h = exp(F)."""
         k.grad_hess_poisson(y, raw[0], sample_weight, gradient[0], hessian[0])
+
+    def gradient_scale(self, y, sample_weight):
+        """max(w) * max(y): g = w (mu - y), h = w mu with mu = mean(y) at F0."""
+        return float(np.max(sample_weight, initial=0.0)) * max(1.0, float(np.max(y,
+                                                                               initial=0.0)))
 
 
 class Gamma(_LogLinkLoss):
@@ -206,6 +276,11 @@ class Gamma(_LogLinkLoss):
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """g = 1 - y exp(-F), h = y exp(-F)."""
         k.grad_hess_gamma(y, raw[0], sample_weight, gradient[0], hessian[0])
+
+    def gradient_scale(self, y, sample_weight):
+        """max(w) * max(y) / mean(y): scale-free in y (g = w (1 - y / mu), h = w y / mu)."""
+        ratio = float(np.max(y, initial=0.0)) / self._mean(y, sample_weight)
+        return float(np.max(sample_weight, initial=0.0)) * max(1.0, ratio)
 
 
 class Tweedie(_LogLinkLoss):
@@ -225,6 +300,12 @@ class Tweedie(_LogLinkLoss):
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
         """Derivatives of the deviance above."""
         k.grad_hess_tweedie(y, raw[0], sample_weight, gradient[0], hessian[0], self.power)
+
+    def gradient_scale(self, y, sample_weight):
+        """max(w) * (max(y) mu^(1-p) + mu^(2-p)) * max(1, p), mu = mean(y): g and h at F0."""
+        mu, p = self._mean(y, sample_weight), self.power
+        terms = float(np.max(y, initial=0.0)) * mu ** (1.0 - p) + mu ** (2.0 - p)
+        return float(np.max(sample_weight, initial=0.0)) * terms * max(1.0, p)
 
     def get_params(self):
         """``power``."""
