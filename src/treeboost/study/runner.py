@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
+import time
 import zlib
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
@@ -59,7 +61,22 @@ def _executor(jobs: int):
     # spawn: Numba's thread pool does not survive fork, and each worker must start
     # with its own thread settings (init_worker)
     return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=fitting.init_worker)
+                               initializer=fitting.init_worker, initargs=(os.getpid(),))
+
+
+def _stop_workers(executor) -> None:
+    """End the workers now, not after their current unit: the study is stopping
+    (Ctrl-C, SIGTERM, a failed unit) and nobody would store what they compute."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    deadline = time.monotonic() + 5.0
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():  # SIGTERM ignored or stuck: no more asking
+            process.kill()
+            process.join()
 
 
 def _cost(info: dict) -> float:
@@ -96,6 +113,7 @@ def _drive(executor, jobs: int, next_unit, on_done) -> None:
     (the run ends when nothing is in flight either).
     """
     pending: dict = {}
+    finished = False
     try:
         while True:
             while len(pending) < 2 * jobs:
@@ -105,6 +123,7 @@ def _drive(executor, jobs: int, next_unit, on_done) -> None:
                 fn, task = unit
                 pending[executor.submit(fn, task)] = task
             if not pending:
+                finished = True
                 return
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
@@ -116,7 +135,10 @@ def _drive(executor, jobs: int, next_unit, on_done) -> None:
                                      f"{exc}") from exc
                 on_done(task, result)
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        if finished:
+            executor.shutdown(wait=True)
+        else:
+            _stop_workers(executor)
 
 
 # ---- grid search -------------------------------------------------------------------------
