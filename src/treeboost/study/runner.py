@@ -85,6 +85,41 @@ def _cost(info: dict) -> float:
     return info["n_rows"] * outputs * max(1, info["n_features"]) ** 0.5
 
 
+# The fixed part of one tree's cost (gradients, split search, bookkeeping) in the units
+# of _cost per output: 1000-tree fits took ~0.2-0.6 ms per tree and output on 150 to
+# 1,000 rows against ~2.5e-5 ms per row x sqrt(features) on 5,000 to 50,000 rows
+_TREE_OVERHEAD = 10_000.0
+# a reference model's cost in trees of a fit unit: measured beside 1000-tree fits on
+# 2,000-5,000 rows (scikit-learn's exact splits cost several times more); the rates
+# measured during the run correct these guesses
+_BASELINE_TREES = {"treeboost": 400.0, "lightgbm": 400.0, "sklearn": 3000.0}
+
+
+def _unit_cost(info: dict, task) -> float:
+    """Predicted cost of a unit (relative): trees x (rows x sqrt(features) + overhead)
+    per output; what the progress bar weights the time left by."""
+    outputs = info["n_classes"] if info["n_classes"] > 2 else 1
+    per_tree = _cost(info) + _TREE_OVERHEAD * outputs
+    if isinstance(task, fitting.FitTask):
+        return per_tree * max(task.stages)
+    return per_tree * _BASELINE_TREES.get(task.model, 400.0)
+
+
+def _group(task) -> tuple[str, str]:
+    """The progress bar's group of a unit: its rate is measured apart from the others."""
+    kind = "fit" if isinstance(task, fitting.FitTask) else f"baseline {task.model}"
+    return kind, task.dataset.name
+
+
+def _work(study: "_Study", units) -> dict:
+    """Predicted cost of ``units`` per group."""
+    work: dict = {}
+    for _, task in units:
+        key = _group(task)
+        work[key] = work.get(key, 0.0) + study.cost(task)
+    return work
+
+
 class _Study:
     """State of one invocation: the store, the run number and the progress bar."""
 
@@ -92,6 +127,16 @@ class _Study:
         self.store, self.run, self.settings = store, run, settings
         self.datasets = datasets  # list of (spec, info), largest first
         self.progress = progress
+        self.info = {spec.name: info for spec, info in datasets}
+
+    def cost(self, task) -> float:
+        """Predicted cost of a unit (see :func:`_unit_cost`)."""
+        return _unit_cost(self.info[task.dataset.name], task)
+
+    def count(self, task, n: int, result: dict | None) -> None:
+        """Advance the progress bar by ``n`` results of ``task`` (None: not computed)."""
+        self.progress.update(n, group=_group(task), cost=self.cost(task),
+                             seconds=None if result is None else result["seconds"])
 
     def fit_task(self, spec, fold, base, stages) -> fitting.FitTask:
         s = self.settings
@@ -103,7 +148,7 @@ class _Study:
         rows = [(task.dataset.name, config_key({**task.base, "n_estimators": stage}),
                  task.fold, score, seconds) for stage, score in result["scores"].items()]
         self.store.add_results(rows, self.run)
-        self.progress.update(len(rows))
+        self.count(task, len(rows), result)
 
 
 def _drive(executor, jobs: int, next_unit, on_done) -> None:
@@ -175,14 +220,14 @@ def _on_done(study: _Study):
         else:
             study.store.add_baseline(task.dataset.name, task.model, task.fold,
                                      result["score"], result["seconds"], study.run)
-            study.progress.update(1)
+            study.count(task, 1, result)
     return handle
 
 
 def run_grid(study: _Study, grid: dict, baselines, jobs: int, make_progress) -> None:
     """Run every configuration of ``grid`` (and the baselines) not yet stored."""
     units, total, stored = grid_units(study, grid, baselines)
-    study.progress = make_progress(total, stored)
+    study.progress = make_progress(total, stored, _work(study, units))
     queue = iter(units)
     _drive(_executor(jobs), jobs, lambda: next(queue, None), _on_done(study))
 
@@ -214,6 +259,18 @@ class _BayesDataset:
             f"({','.join('?' * len(values))}) GROUP BY config", (self.spec.name, *values))
         means = [m for _, m in rows.fetchall()]
         return max(means) if self.higher else min(means)
+
+    def unit(self, fold: int, base: dict) -> fitting.FitTask:
+        """The fit of ``base`` on ``fold`` at every stage."""
+        return self.study.fit_task(self.spec, fold, base, self.stages)
+
+    def work(self) -> float:
+        """Predicted cost of the proposals not yet stored (proposals yet to come and
+        interrupted ones alike, pro rata of their missing results)."""
+        folds = self.study.settings["folds"]
+        stored = len(self.study.store.done_keys(self.spec.name))
+        missing = max(0, self.n_trials * len(self.stages) * folds - stored)
+        return self.study.cost(self.unit(0, {})) * missing / len(self.stages)
 
     def _missing_units(self, base: dict, done: set) -> list:
         units = []
@@ -262,7 +319,8 @@ class _BayesDataset:
         self.trials.append(params)
         self.waiting = self._missing_units(params, done)
         if not self.waiting:  # proposed before (a repeated value): nothing to compute
-            self.study.progress.update(len(self.stages) * self.study.settings["folds"])
+            for fold in range(self.study.settings["folds"]):
+                self.study.count(self.unit(fold, params), len(self.stages), None)
         return self.next_unit()
 
 
@@ -286,7 +344,10 @@ def run_bayes(study: _Study, grid: dict, budget: int | None, baselines, jobs: in
     done = study.store.done_keys()
     total = len(study.datasets) * (n_trials * len(stages) * folds + len(baselines) * folds)
     stored = len(done) + len(study.store.done_baselines())
-    study.progress = make_progress(total, min(stored, total))
+    work = _work(study, units)
+    for state in states:
+        work["fit", state.spec.name] = state.work()
+    study.progress = make_progress(total, min(stored, total), work)
     queue = iter(units)
     cursor = [0]
 
