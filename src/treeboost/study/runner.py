@@ -9,6 +9,11 @@ unit committed to the store at once -> progress on stderr.
 Work is handed out a few units at a time (never the whole list), largest datasets first
 so the last minutes are not spent waiting on one big fit, and the units of one dataset
 are consecutive so a worker's cached fold and bins serve many configurations.
+
+No process outlives the study: a worker ends itself when the study process dies, even
+by SIGKILL (``fitting.init_worker``), and a study stopped by Ctrl-C, SIGTERM or a failed
+unit terminates its workers instead of waiting for their current units. The progress
+bar weights the time left by each unit's predicted cost (:func:`_unit_cost`).
 """
 
 from __future__ import annotations
@@ -85,24 +90,34 @@ def _cost(info: dict) -> float:
     return info["n_rows"] * outputs * max(1, info["n_features"]) ** 0.5
 
 
-# The fixed part of one tree's cost (gradients, split search, bookkeeping) in the units
-# of _cost per output: 1000-tree fits took ~0.2-0.6 ms per tree and output on 150 to
-# 1,000 rows against ~2.5e-5 ms per row x sqrt(features) on 5,000 to 50,000 rows
-_TREE_OVERHEAD = 10_000.0
-# a reference model's cost in trees of a fit unit: measured beside 1000-tree fits on
-# 2,000-5,000 rows (scikit-learn's exact splits cost several times more); the rates
-# measured during the run correct these guesses
-_BASELINE_TREES = {"treeboost": 400.0, "lightgbm": 400.0, "sklearn": 3000.0}
+# Per tree and output, beyond _cost's rows x sqrt(features): a fixed part (gradients,
+# bookkeeping) and the split search, which scans every feature's bins at every leaf
+# whatever the rows. In _cost's units, fitted to 1000-tree fits of 7 datasets of
+# ../shared/datasets (150 to 13,000 rows, 4 to 279 features): measured seconds per
+# predicted cost then agreed within ~2x, where rows alone left arrhythmia (279
+# features, 452 rows) 5x off
+_TREE_OVERHEAD = 3_000.0
+_LEAF_FEATURE = 12.0
+# a reference model's cost in trees of a fit unit, measured beside 1000-tree fits
+# (scikit-learn's exact splits cost several times more), and the leaves its defaults
+# grow; the rates measured during the run correct these guesses
+_BASELINE_TREES = {"treeboost": 200.0, "lightgbm": 200.0, "sklearn": 2000.0}
+_BASELINE_LEAVES = {"treeboost": 31, "lightgbm": 31, "sklearn": 8}
 
 
-def _unit_cost(info: dict, task) -> float:
-    """Predicted cost of a unit (relative): trees x (rows x sqrt(features) + overhead)
-    per output; what the progress bar weights the time left by."""
+def _unit_cost(info: dict, task, leaves: int | None = None) -> float:
+    """Predicted cost of a unit (relative): trees x outputs x (rows x sqrt(features) +
+    features x leaves + overhead); what the progress bar weights the time left by.
+    ``leaves`` replaces a fit's ``max_leaf_nodes`` (None: the fit's own)."""
     outputs = info["n_classes"] if info["n_classes"] > 2 else 1
-    per_tree = _cost(info) + _TREE_OVERHEAD * outputs
     if isinstance(task, fitting.FitTask):
-        return per_tree * max(task.stages)
-    return per_tree * _BASELINE_TREES.get(task.model, 400.0)
+        trees = max(task.stages)
+        leaves = leaves or task.base.get("max_leaf_nodes") or 31  # None: depth-bound
+    else:
+        trees = _BASELINE_TREES.get(task.model, 200.0)
+        leaves = _BASELINE_LEAVES.get(task.model, 31)
+    return trees * (_cost(info) + outputs * (_TREE_OVERHEAD + _LEAF_FEATURE *
+                                             info["n_features"] * leaves))
 
 
 def _group(task) -> tuple[str, str]:
@@ -111,7 +126,7 @@ def _group(task) -> tuple[str, str]:
     return kind, task.dataset.name
 
 
-def _work(study: "_Study", units) -> dict:
+def _work(study: _Study, units) -> dict:
     """Predicted cost of ``units`` per group."""
     work: dict = {}
     for _, task in units:
@@ -128,10 +143,13 @@ class _Study:
         self.datasets = datasets  # list of (spec, info), largest first
         self.progress = progress
         self.info = {spec.name: info for spec, info in datasets}
+        # the Bayesian search predicts proposals not made yet: every fit is costed
+        # at these typical leaves, so that what is predicted is what is counted off
+        self.leaves: int | None = None
 
     def cost(self, task) -> float:
         """Predicted cost of a unit (see :func:`_unit_cost`)."""
-        return _unit_cost(self.info[task.dataset.name], task)
+        return _unit_cost(self.info[task.dataset.name], task, self.leaves)
 
     def count(self, task, n: int, result: dict | None) -> None:
         """Advance the progress bar by ``n`` results of ``task`` (None: not computed)."""
@@ -344,6 +362,8 @@ def run_bayes(study: _Study, grid: dict, budget: int | None, baselines, jobs: in
     done = study.store.done_keys()
     total = len(study.datasets) * (n_trials * len(stages) * folds + len(baselines) * folds)
     stored = len(done) + len(study.store.done_baselines())
+    leaves = grid.get("max_leaf_nodes") or [31]
+    study.leaves = round(sum(v or 31 for v in leaves) / len(leaves))
     work = _work(study, units)
     for state in states:
         work["fit", state.spec.name] = state.work()
