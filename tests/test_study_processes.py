@@ -172,9 +172,10 @@ def test_interrupted_study_ends_its_workers_and_keeps_the_store(study, signum):
         os.kill(proc.pid, signum)
     start = time.monotonic()
     _, stderr = proc.communicate(timeout=60)
-    # the running fits (~15 s each) are not waited for: the workers are terminated;
-    # 5 s is slack for a loaded machine
-    assert time.monotonic() - start < 5.0
+    # the running fits (~15 s each) are not waited for: the workers are terminated
+    # (the study allows them 5 s to go before SIGKILL); 8 s is that plus slack for a
+    # loaded machine
+    assert time.monotonic() - start < 8.0
     assert proc.returncode == 128 + signum, stderr
     assert "interrupted" in stderr
     assert "Traceback" not in stderr, stderr
