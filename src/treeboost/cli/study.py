@@ -6,8 +6,11 @@ processes, database, resume, report) lives in ``treeboost.study``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from ._options import seed
 
@@ -63,6 +66,28 @@ def add_parsers(sub) -> None:
     r.set_defaults(handler=run_report)
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt(received: dict):
+    """Treat SIGTERM (``kill``, a job scheduler, a container stop) like Ctrl-C, so the
+    study ends its workers and closes its store instead of dying on the spot.
+
+    ``received["signal"]`` is set once SIGTERM has arrived.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def handler(signum, frame):
+        received["signal"] = signum
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(args) -> int:
     """Run ``treeboost study``."""
     from ..study import run_study
@@ -71,16 +96,19 @@ def run(args) -> int:
     if args.baselines is not None:
         baselines = [] if args.baselines.strip().lower() == "none" else \
             [m.strip() for m in args.baselines.split(",") if m.strip()]
+    received: dict = {}
     try:
-        run_study(args.data, args.out, grid=args.grid, search=args.search,
-                  trials=args.trials, folds=args.folds, jobs=args.jobs, seed=args.seed,
-                  one_hot=args.one_hot, target=args.target, task=args.task,
-                  baselines=baselines, progress=None if args.quiet else sys.stderr,
-                  report=not args.no_report, argv=sys.argv[1:])
+        with _sigterm_as_interrupt(received):
+            run_study(args.data, args.out, grid=args.grid, search=args.search,
+                      trials=args.trials, folds=args.folds, jobs=args.jobs,
+                      seed=args.seed, one_hot=args.one_hot, target=args.target,
+                      task=args.task, baselines=baselines,
+                      progress=None if args.quiet else sys.stderr,
+                      report=not args.no_report, argv=sys.argv[1:])
     except KeyboardInterrupt:
         print(f"\ninterrupted: results so far are in {args.out}/study.sqlite; run the same "
               "command again to resume", file=sys.stderr)
-        return 130
+        return 128 + received.get("signal", signal.SIGINT)
     if not args.no_report:
         print(f"report: {os.path.join(args.out, 'report.md')} and "
               f"{os.path.join(args.out, 'report.html')}")

@@ -124,8 +124,8 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
 
         study = runner._Study(store, run, settings, datasets, None)
 
-        def make_progress(total, done):
-            return Progress(total, done, stream=progress)
+        def make_progress(total, done, work=None):
+            return Progress(total, done, stream=progress, work=work, jobs=jobs)
 
         if search == "grid":
             runner.run_grid(study, grid, baselines, jobs, make_progress)

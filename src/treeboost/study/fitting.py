@@ -15,7 +15,11 @@ equal those of the estimators.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -28,21 +32,62 @@ from .data import DatasetSpec, Fold, prepare_fold
 _CACHE_SIZE = 2
 _folds: OrderedDict = OrderedDict()
 _parent_pid: int | None = None  # the study process that started this worker
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
-def init_worker() -> None:
-    """Start a worker process with one thread everywhere: the study's parallelism is
-    its processes, and more threads per process would oversubscribe the cores."""
-    # not NUMBA_NUM_THREADS: Numba may already be imported here (unpickling this
-    # function imports treeboost), and it refuses a changed value once its pool
-    # has started; set_num_threads limits the pool instead
+def init_worker(parent_pid: int | None = None) -> None:
+    """Start a worker process: tie its life to the study process, one thread everywhere.
+
+    Parameters
+    ----------
+    parent_pid : int, default=None
+        Process id of the study process that starts this worker; None: the current
+        parent (racy: a parent killed before this call is no longer the parent).
+    """
+    global _parent_pid
+    _parent_pid = os.getppid() if parent_pid is None else parent_pid
+    # SIGKILL of the study process cannot be caught there: each worker must notice it
+    # and end itself, or it computes on (~300 MB each) for a result nobody will store
+    _die_with_parent()
+    _stop_if_orphaned()  # the parent died before the line above took effect
+    threading.Thread(target=_watch_parent, name="treeboost-study-watchdog",
+                     daemon=True).start()
+    # Ctrl-C reaches the whole process group: the study process decides what stops
+    # (and ends its workers), so workers print no traceback of their own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the study's parallelism is its processes; more threads per process would
+    # oversubscribe the cores. Not NUMBA_NUM_THREADS: Numba may already be imported
+    # here (unpickling this function imports treeboost), and it refuses a changed value
+    # once its pool has started; set_num_threads limits the pool instead
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
     import numba
 
     numba.set_num_threads(1)
-    global _parent_pid
-    _parent_pid = os.getppid()
+
+
+def _die_with_parent() -> None:
+    """Linux: ask the kernel to SIGKILL this process when its parent ends.
+
+    The signal fires when the *thread* that started this process ends; the study
+    starts its workers from its main thread, which lives as long as the study. Other
+    systems rely on :func:`_watch_parent` alone.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no libc symbol (e.g. musl oddities): watchdog only
+        pass
+
+
+def _watch_parent(interval: float = 0.5) -> None:
+    """Poll the parent's pid and end this process once the study process is gone
+    (portable; covers a parent death between the prctl call and the first check)."""
+    while True:
+        _stop_if_orphaned()
+        time.sleep(interval)
 
 
 def _stop_if_orphaned() -> None:

@@ -9,6 +9,11 @@ unit committed to the store at once -> progress on stderr.
 Work is handed out a few units at a time (never the whole list), largest datasets first
 so the last minutes are not spent waiting on one big fit, and the units of one dataset
 are consecutive so a worker's cached fold and bins serve many configurations.
+
+No process outlives the study: a worker ends itself when the study process dies, even
+by SIGKILL (``fitting.init_worker``), and a study stopped by Ctrl-C, SIGTERM or a failed
+unit terminates its workers instead of waiting for their current units. The progress
+bar weights the time left by each unit's predicted cost (:func:`_unit_cost`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
+import time
 import zlib
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
@@ -59,13 +66,73 @@ def _executor(jobs: int):
     # spawn: Numba's thread pool does not survive fork, and each worker must start
     # with its own thread settings (init_worker)
     return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=fitting.init_worker)
+                               initializer=fitting.init_worker, initargs=(os.getpid(),))
+
+
+def _stop_workers(executor) -> None:
+    """End the workers now, not after their current unit: the study is stopping
+    (Ctrl-C, SIGTERM, a failed unit) and nobody would store what they compute."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    deadline = time.monotonic() + 5.0
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():  # SIGTERM ignored or stuck: no more asking
+            process.kill()
+            process.join()
 
 
 def _cost(info: dict) -> float:
     """Relative cost of a dataset's fits: rows x trees per stage."""
     outputs = info["n_classes"] if info["n_classes"] > 2 else 1
     return info["n_rows"] * outputs * max(1, info["n_features"]) ** 0.5
+
+
+# Per tree and output, beyond _cost's rows x sqrt(features): a fixed part (gradients,
+# bookkeeping) and the split search, which scans every feature's bins at every leaf
+# whatever the rows. In _cost's units, fitted to 1000-tree fits of 7 datasets of
+# ../shared/datasets (150 to 13,000 rows, 4 to 279 features): measured seconds per
+# predicted cost then agreed within ~2x, where rows alone left arrhythmia (279
+# features, 452 rows) 5x off
+_TREE_OVERHEAD = 3_000.0
+_LEAF_FEATURE = 12.0
+# a reference model's cost in trees of a fit unit, measured beside 1000-tree fits
+# (scikit-learn's exact splits cost several times more), and the leaves its defaults
+# grow; the rates measured during the run correct these guesses
+_BASELINE_TREES = {"treeboost": 200.0, "lightgbm": 200.0, "sklearn": 2000.0}
+_BASELINE_LEAVES = {"treeboost": 31, "lightgbm": 31, "sklearn": 8}
+
+
+def _unit_cost(info: dict, task, leaves: int | None = None) -> float:
+    """Predicted cost of a unit (relative): trees x outputs x (rows x sqrt(features) +
+    features x leaves + overhead); what the progress bar weights the time left by.
+    ``leaves`` replaces a fit's ``max_leaf_nodes`` (None: the fit's own)."""
+    outputs = info["n_classes"] if info["n_classes"] > 2 else 1
+    if isinstance(task, fitting.FitTask):
+        trees = max(task.stages)
+        leaves = leaves or task.base.get("max_leaf_nodes") or 31  # None: depth-bound
+    else:
+        trees = _BASELINE_TREES.get(task.model, 200.0)
+        leaves = _BASELINE_LEAVES.get(task.model, 31)
+    return trees * (_cost(info) + outputs * (_TREE_OVERHEAD + _LEAF_FEATURE *
+                                             info["n_features"] * leaves))
+
+
+def _group(task) -> tuple[str, str]:
+    """The progress bar's group of a unit: its rate is measured apart from the others."""
+    kind = "fit" if isinstance(task, fitting.FitTask) else f"baseline {task.model}"
+    return kind, task.dataset.name
+
+
+def _work(study: _Study, units) -> dict:
+    """Predicted cost of ``units`` per group."""
+    work: dict = {}
+    for _, task in units:
+        key = _group(task)
+        work[key] = work.get(key, 0.0) + study.cost(task)
+    return work
 
 
 class _Study:
@@ -75,6 +142,19 @@ class _Study:
         self.store, self.run, self.settings = store, run, settings
         self.datasets = datasets  # list of (spec, info), largest first
         self.progress = progress
+        self.info = {spec.name: info for spec, info in datasets}
+        # the Bayesian search predicts proposals not made yet: every fit is costed
+        # at these typical leaves, so that what is predicted is what is counted off
+        self.leaves: int | None = None
+
+    def cost(self, task) -> float:
+        """Predicted cost of a unit (see :func:`_unit_cost`)."""
+        return _unit_cost(self.info[task.dataset.name], task, self.leaves)
+
+    def count(self, task, n: int, result: dict | None) -> None:
+        """Advance the progress bar by ``n`` results of ``task`` (None: not computed)."""
+        self.progress.update(n, group=_group(task), cost=self.cost(task),
+                             seconds=None if result is None else result["seconds"])
 
     def fit_task(self, spec, fold, base, stages) -> fitting.FitTask:
         s = self.settings
@@ -86,7 +166,7 @@ class _Study:
         rows = [(task.dataset.name, config_key({**task.base, "n_estimators": stage}),
                  task.fold, score, seconds) for stage, score in result["scores"].items()]
         self.store.add_results(rows, self.run)
-        self.progress.update(len(rows))
+        self.count(task, len(rows), result)
 
 
 def _drive(executor, jobs: int, next_unit, on_done) -> None:
@@ -96,6 +176,7 @@ def _drive(executor, jobs: int, next_unit, on_done) -> None:
     (the run ends when nothing is in flight either).
     """
     pending: dict = {}
+    finished = False
     try:
         while True:
             while len(pending) < 2 * jobs:
@@ -105,6 +186,7 @@ def _drive(executor, jobs: int, next_unit, on_done) -> None:
                 fn, task = unit
                 pending[executor.submit(fn, task)] = task
             if not pending:
+                finished = True
                 return
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
@@ -116,7 +198,10 @@ def _drive(executor, jobs: int, next_unit, on_done) -> None:
                                      f"{exc}") from exc
                 on_done(task, result)
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        if finished:
+            executor.shutdown(wait=True)
+        else:
+            _stop_workers(executor)
 
 
 # ---- grid search -------------------------------------------------------------------------
@@ -153,14 +238,14 @@ def _on_done(study: _Study):
         else:
             study.store.add_baseline(task.dataset.name, task.model, task.fold,
                                      result["score"], result["seconds"], study.run)
-            study.progress.update(1)
+            study.count(task, 1, result)
     return handle
 
 
 def run_grid(study: _Study, grid: dict, baselines, jobs: int, make_progress) -> None:
     """Run every configuration of ``grid`` (and the baselines) not yet stored."""
     units, total, stored = grid_units(study, grid, baselines)
-    study.progress = make_progress(total, stored)
+    study.progress = make_progress(total, stored, _work(study, units))
     queue = iter(units)
     _drive(_executor(jobs), jobs, lambda: next(queue, None), _on_done(study))
 
@@ -192,6 +277,18 @@ class _BayesDataset:
             f"({','.join('?' * len(values))}) GROUP BY config", (self.spec.name, *values))
         means = [m for _, m in rows.fetchall()]
         return max(means) if self.higher else min(means)
+
+    def unit(self, fold: int, base: dict) -> fitting.FitTask:
+        """The fit of ``base`` on ``fold`` at every stage."""
+        return self.study.fit_task(self.spec, fold, base, self.stages)
+
+    def work(self) -> float:
+        """Predicted cost of the proposals not yet stored (proposals yet to come and
+        interrupted ones alike, pro rata of their missing results)."""
+        folds = self.study.settings["folds"]
+        stored = len(self.study.store.done_keys(self.spec.name))
+        missing = max(0, self.n_trials * len(self.stages) * folds - stored)
+        return self.study.cost(self.unit(0, {})) * missing / len(self.stages)
 
     def _missing_units(self, base: dict, done: set) -> list:
         units = []
@@ -240,7 +337,8 @@ class _BayesDataset:
         self.trials.append(params)
         self.waiting = self._missing_units(params, done)
         if not self.waiting:  # proposed before (a repeated value): nothing to compute
-            self.study.progress.update(len(self.stages) * self.study.settings["folds"])
+            for fold in range(self.study.settings["folds"]):
+                self.study.count(self.unit(fold, params), len(self.stages), None)
         return self.next_unit()
 
 
@@ -264,7 +362,12 @@ def run_bayes(study: _Study, grid: dict, budget: int | None, baselines, jobs: in
     done = study.store.done_keys()
     total = len(study.datasets) * (n_trials * len(stages) * folds + len(baselines) * folds)
     stored = len(done) + len(study.store.done_baselines())
-    study.progress = make_progress(total, min(stored, total))
+    leaves = grid.get("max_leaf_nodes") or [31]
+    study.leaves = round(sum(v or 31 for v in leaves) / len(leaves))
+    work = _work(study, units)
+    for state in states:
+        work["fit", state.spec.name] = state.work()
+    study.progress = make_progress(total, min(stored, total), work)
     queue = iter(units)
     cursor = [0]
 
