@@ -2,7 +2,9 @@
 
 The test drives every kernel through the public estimators in a fresh Python
 process, so it measures what the package compiles, whatever other tests (kernel
-unit tests call kernels directly) ran before it in the suite's process.
+unit tests call kernels directly) ran before it in the suite's process; its slow
+variant does so with an empty kernel cache, to see the kernels called from
+other kernels too.
 
 Binned data is feature-major (n_features, n_samples) in C order, so its Numba
 type does not depend on the shape; raw X may be float64 or float32, so the
@@ -12,6 +14,7 @@ dtype and every other kernel exactly one.
 
 import importlib
 import json
+import os
 import pkgutil
 import subprocess
 import sys
@@ -160,19 +163,32 @@ def compiled_signatures():
     return {name: [str(s) for s in k.signatures] for name, k in all_kernels().items()}
 
 
+# public kernels called only from other kernels: loaded from the kernel cache, their
+# callers do not compile them
+CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold"}
+
+
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="kernels are plain Python")
-def test_each_kernel_compiles_at_most_two_signatures():
+@pytest.mark.parametrize("cache", ["as found", pytest.param("empty", marks=pytest.mark.slow)])
+def test_each_kernel_compiles_at_most_two_signatures(cache, tmp_path):
+    # with an empty kernel cache every kernel is compiled, the ones called from other
+    # kernels included, whose signatures (a literal argument makes one of its own) a
+    # cached caller hides; it costs minutes of compilation
+    env = dict(os.environ)
+    if cache == "empty":
+        env["NUMBA_CACHE_DIR"] = str(tmp_path)
     out = subprocess.run([sys.executable, __file__], capture_output=True, text=True,
-                         check=True)
+                         check=True, env=env)
     signatures = json.loads(out.stdout.strip().splitlines()[-1])
-    # private helpers (``_name``) called only from other kernels are compiled into
-    # their callers and get no signatures of their own
+    # private helpers (``_name``) are called only from other kernels, and some are
+    # reached by rare data only (the merge sort of more than 64 categories)
+    exempt = CALLED_FROM_KERNELS if cache != "empty" else set()
     never_run = sorted(name for name, sigs in signatures.items()
-                       if not sigs and not name.split(".")[1].startswith("_"))
+                       if not sigs and not name.split(".")[1].startswith("_")
+                       and name not in exempt)
     assert not never_run, f"extend exercise_estimators() to reach {never_run}"
     too_many = {name: sigs for name, sigs in signatures.items() if len(sigs) > 2}
     assert not too_many, f"kernels with more than 2 signatures: {too_many}"
-
 
 if __name__ == "__main__":
     print(json.dumps(compiled_signatures()))

@@ -5,4 +5,13 @@ kernels take and return plain arrays and scalars (no Python objects); dtypes
 are those of ``treeboost._dtypes`` so that every kernel compiles to a single
 signature. Orchestration, validation and error messages live in the Python
 modules of the same stage name one level up.
+
+Compile time is a budget too (``benchmarks/bench_first_fit.py --kernels``
+prints it per kernel): a helper is a ``@kernel``, compiled once and inlined
+by LLVM where it pays, rather than ``@inline``, which types and lowers its
+body again at every call site; an argument is never a literal constant
+(``f(0)`` compiles a specialisation of ``f`` for the value 0); and kernels
+raise no exception with a formatted message and avoid NumPy functions whose
+Numba implementations are large (``argsort``, ``reshape``, ``finfo``, array
+to array slice assignment), each seconds of the first fit's compilation.
 """

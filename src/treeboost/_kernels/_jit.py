@@ -3,16 +3,174 @@
 ``fastmath`` stays off: models are compared bit for bit across thread counts
 and across save/load round trips. ``NUMBA_DISABLE_JIT=1`` turns every kernel
 into plain Python (slow, but traceable) for debugging and coverage.
+
+Compiled kernels are cached on disk in one directory chosen once, at import,
+before any kernel is decorated: ``NUMBA_CACHE_DIR`` if set and writable, else
+this package's ``__pycache__``, else the user's cache directory
+(``$XDG_CACHE_HOME/treeboost`` or ``~/.cache/treeboost``), else a private
+directory under the system temp dir. A read-only installation used by an
+account without a writable home (a service account in a container) therefore
+still caches; with no writable directory at all, kernels are compiled in every
+process, after one warning. Numba's own search would raise "no locator
+available" at import there.
 """
 
-from numba import njit
+import os
+import stat
+import tempfile
+import warnings
+
+from numba import config, njit
+from numba.core.caching import (
+    CompileResultCacheImpl,
+    FunctionCache,
+    _CacheLocator,
+    _SourceFileBackedLocatorMixin,
+)
+from numba.core.dispatcher import Dispatcher
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _usable(path):
+    """Whether ``path`` is, or can be made, a directory we can write files in.
+
+    By trying, as Numba does: ``os.access`` says yes to root on a read-only
+    mount, and no on some network file systems that would accept the write.
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def _private_dir(path):
+    """``path`` created (mode 0700) or reused if only we own and may write it, else None.
+
+    Under a shared temp dir another account could plant cache files, which Numba
+    unpickles: a directory we do not own, or that others may write, is refused.
+    """
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError:
+        return None
+    getuid = getattr(os, "getuid", None)  # none on Windows, whose temp dir is per user
+    if getuid is not None and (st.st_uid != getuid()
+                               or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        return None
+    return path
+
+
+def user_cache_root():
+    """``$XDG_CACHE_HOME/treeboost``, else ``~/.cache/treeboost`` (None if no home is known)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if base.startswith("~"):  # no HOME and no password entry: nowhere to go
+        return None
+    return os.path.join(base, "treeboost")
+
+
+def choose_cache_dir(numba_cache_dir, package_dir, user_root, temp_root):
+    """The first usable kernel cache directory among the candidates, or None.
+
+    Parameters
+    ----------
+    numba_cache_dir : str
+        ``NUMBA_CACHE_DIR`` ("" when unset).
+    package_dir : str
+        Directory of the kernels' source files.
+    user_root : str or None
+        The user's cache directory for treeboost.
+    temp_root : str
+        The system temp dir.
+
+    Returns
+    -------
+    str or None
+        Directory the kernels' cache files go to. Outside the package it ends in
+        a name derived from ``package_dir`` (as Numba names it), so that two
+        installations never share cache files.
+    """
+    subpath = _CacheLocator.get_suitable_cache_subpath(os.path.join(package_dir, "_jit.py"))
+    if numba_cache_dir:
+        candidate = os.path.join(os.path.abspath(numba_cache_dir), subpath)
+        if _usable(candidate):
+            return candidate
+    candidate = os.path.join(package_dir, "__pycache__")
+    if _usable(candidate):
+        return candidate
+    if user_root and _usable(os.path.join(user_root, subpath)):
+        return os.path.join(user_root, subpath)
+    getuid = getattr(os, "getuid", None)
+    private = _private_dir(os.path.join(
+        temp_root, f"treeboost-{getuid()}" if getuid else "treeboost"))
+    if private is not None and _usable(os.path.join(private, subpath)):
+        return os.path.join(private, subpath)
+    return None
+
+
+#: where compiled kernels are cached; None: nowhere writable, compiled per process
+CACHE_DIR = None
+if not config.DISABLE_JIT:
+    CACHE_DIR = choose_cache_dir(config.CACHE_DIR, _HERE, user_cache_root(),
+                                 tempfile.gettempdir())
+    if CACHE_DIR is None:
+        warnings.warn(
+            "treeboost found no writable directory for its compiled kernels (NUMBA_CACHE_DIR "
+            f"unset or not writable, {_HERE} read-only, no writable home or temp dir): they "
+            "are compiled again in every process, which adds seconds to the first fit. "
+            "Set NUMBA_CACHE_DIR to a writable directory to keep them.",
+            RuntimeWarning, stacklevel=2)
+
+
+class _KernelLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+    """Numba cache locator: every kernel goes to ``CACHE_DIR``, checked once at import."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+
+    def get_cache_path(self):
+        """Return the directory chosen at import."""
+        return CACHE_DIR
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        """Locate ``py_func``'s cache; no per-function probe of the file system."""
+        return cls(py_func, py_file)
+
+
+class _KernelCacheImpl(CompileResultCacheImpl):
+    _locator_classes = [_KernelLocator]
+
+
+class _KernelCache(FunctionCache):
+    _impl_class = _KernelCacheImpl
+
+
+def _jit(**options):
+    """A decorator: ``njit(**options)``, cached in ``CACHE_DIR`` when there is one."""
+    compile_lazily = njit(**options)
+
+    def decorate(py_func):
+        dispatcher = compile_lazily(py_func)
+        # what cache=True does, with our locator instead of Numba's search
+        if CACHE_DIR is not None and isinstance(dispatcher, Dispatcher):
+            dispatcher._cache = _KernelCache(py_func)
+        return dispatcher
+
+    return decorate
+
 
 #: serial kernel, cached on disk, releasing the GIL
-kernel = njit(cache=True, nogil=True, error_model="numpy")
+kernel = _jit(nogil=True, error_model="numpy")
 #: kernel with ``prange`` loops, run on Numba's thread pool
-parallel_kernel = njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-#: small helper inlined into the kernels that call it
-inline = njit(inline="always", cache=True, nogil=True, error_model="numpy")
+parallel_kernel = _jit(nogil=True, parallel=True, error_model="numpy")
+#: small helper inlined into the kernels that call it (compiled only as part of them,
+#: so there is nothing of its own to cache)
+inline = njit(inline="always", nogil=True, error_model="numpy")
 
 
 @inline

@@ -32,7 +32,7 @@ from .splitting import (
 )
 
 
-@inline
+@kernel
 def _zero_used_bins(hist, features, n_bins_non_missing, missing_bin):
     """Zero the bins rows can fall in: each listed feature's value bins and missing bin.
 
@@ -46,7 +46,7 @@ def _zero_used_bins(hist, features, n_bins_non_missing, missing_bin):
         hist[f, missing_bin] = 0.0
 
 
-@inline
+@kernel
 def _copy_root(hist, root_multi, root_counts, output, features, n_bins_non_missing,
                missing_bin):
     """Output ``output``'s root histogram, used bins, from a stage's shared root pass."""
@@ -60,18 +60,20 @@ def _copy_root(hist, root_multi, root_counts, output, features, n_bins_non_missi
             hist[f, src, 2] = root_counts[f, src]
 
 
-@inline
+@kernel
 def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin):
     """large -= small over the bins ``_zero_used_bins`` zeroes."""
     for k in range(features.shape[0]):
         f = features[k]
-        # one flat run over the value bins' (g, h, count) triples: vectorised
-        a = large[f].reshape(-1)
-        s = small[f].reshape(-1)
-        for t in range(3 * n_bins_non_missing[f]):
-            a[t] -= s[t]
+        a = large[f]
+        s = small[f]
+        # by index, not over reshape(-1) views: reshape brings an error path with a
+        # formatted message that cost seconds of compilation, for no faster loop
+        for b in range(n_bins_non_missing[f]):
+            for c in range(3):
+                a[b, c] -= s[b, c]
         for c in range(3):
-            large[f, missing_bin, c] -= small[f, missing_bin, c]
+            a[missing_bin, c] -= s[missing_bin, c]
 
 
 @inline
@@ -168,20 +170,23 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     h0 += hist[f0, missing_bin, 1]
     sum_g[0] = g0
     sum_h[0] = h0
-    n_nodes = 1
-    _consider(0, depth, count, sum_h, sum_g, slot, hist_pool, features, n_used,
+    # node ids as int64 values, not the literals 0, 1 or -1: a kernel called with a
+    # literal argument compiles a specialisation of its own for it
+    root = np.int64(0)
+    n_nodes = np.int64(1)
+    _consider(root, depth, count, sum_h, sum_g, slot, hist_pool, features, n_used,
               n_bins_non_missing, is_categorical, missing_bin, max_depth, min_samples_leaf,
               min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
               max_cat_threshold, max_cat_to_onehot, split_out, split_bitsets, split_gain,
               split_feature, split_bin, split_ml, split_gl, split_hl, split_cl,
               split_bitset, candidate)
     if candidate[0] == 0:
-        n_free = _release(0, slot, free_slots, n_free)
+        n_free = _release(root, slot, free_slots, n_free)
 
     # ---- best-first growth -----------------------------------------------------------
     n_leaves = 1
     while n_leaves < max_leaf_nodes:
-        node = -1
+        node = np.int64(-1)
         best = 0.0
         for j in range(n_nodes):
             if candidate[j] and (node < 0 or split_gain[j] > best):
@@ -205,7 +210,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
         bin_threshold[node] = split_bin[node]
         missing_left[node] = split_ml[node]
         node_categorical[node] = is_categorical[f]
-        cat_bitset[node] = split_bitset[node]
+        for w in range(BITSET_WORDS):  # array assignment would compile a broadcast
+            cat_bitset[node, w] = split_bitset[node, w]
         gain[node] = split_gain[node]
         lc = n_nodes
         rc = n_nodes + 1
@@ -259,7 +265,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
             right, gain, count, sum_g, sum_h, start, stop)
 
 
-@inline
+@kernel
 def _release(node, slot, free_slots, n_free):
     """Give ``node``'s histogram slot back; return the new number of free slots."""
     if slot[node] >= 0:
@@ -269,7 +275,7 @@ def _release(node, slot, free_slots, n_free):
     return n_free
 
 
-@inline
+@kernel
 def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child_weight):
     """Whether ``node`` may be split at all (depth, rows and hessian mass)."""
     if max_depth >= 0 and depth[node] >= max_depth:
@@ -308,4 +314,5 @@ def _consider(node, depth, count, sum_h, sum_g, slot, hist_pool, features, n_use
         split_gl[node] = out[best, LEFT_G]
         split_hl[node] = out[best, LEFT_H]
         split_cl[node] = int(out[best, LEFT_C])
-        split_bitset[node] = bitsets[best]
+        for w in range(BITSET_WORDS):
+            split_bitset[node, w] = bitsets[best, w]

@@ -15,7 +15,7 @@ from ._jit import inline, kernel, parallel_kernel
 GROUP = 4  # features per task
 
 
-@inline
+@kernel
 def _add(h, b, g, hs):
     h[b, 0] += g
     h[b, 1] += hs

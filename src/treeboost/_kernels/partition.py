@@ -62,7 +62,8 @@ def partition_rows_serial(sample_indices, X_binned, feature, is_categorical, bin
         right_buffer[nr] = j
         nl += go_left
         nr += 1 - go_left
-    sample_indices[nl:] = right_buffer[:nr]
+    for i in range(nr):  # a slice assignment would compile a shape check and its message
+        sample_indices[nl + i] = right_buffer[i]
     return nl
 
 

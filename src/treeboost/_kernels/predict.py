@@ -9,7 +9,7 @@ the result is the same whatever the number of threads.
 import numpy as np
 from numba import prange
 
-from ._jit import bin_goes_left, inline, parallel_kernel
+from ._jit import bin_goes_left, inline, kernel, parallel_kernel
 
 _BLOCK = 128  # rows per task
 
@@ -70,7 +70,7 @@ def predict_raw(X, feature, threshold, missing_left, left, right, value, is_cate
                 out[i, k] += value[node]
 
 
-@inline
+@kernel
 def _numerical_child(node, lc, x, threshold, missing_left, right):
     """The child of numerical split ``node`` (left child ``lc``) for value ``x``.
 
@@ -100,7 +100,7 @@ def predict_raw_numerical(X, feature, threshold, missing_left, left, right, valu
         start = blk * _BLOCK
         stop = min(start + _BLOCK, n_samples)
         for t in range(tree_roots.shape[0]):
-            root = tree_roots[t]
+            root = np.int64(tree_roots[t])  # node ids int64 throughout: one signature
             k = tree_outputs[t]
             i = start
             while i + 4 <= stop:
@@ -173,7 +173,7 @@ def binned_leaf(X_binned, i, feature, bin_threshold, missing_left, left, right,
     return node
 
 
-@inline
+@kernel
 def _binned_numerical_child(node, lc, b, bin_threshold, missing_left, right, missing_bin):
     """``_numerical_child`` for a binned value ``b``: bins <= the threshold go left,
     the missing bin where ``missing_left`` says."""
@@ -197,10 +197,10 @@ def add_numerical_tree_binned(X_binned, rows, feature, bin_threshold, missing_le
         i1 = rows[r + 1]
         i2 = rows[r + 2]
         i3 = rows[r + 3]
-        n0 = 0
-        n1 = 0
-        n2 = 0
-        n3 = 0
+        n0 = np.int64(0)  # not a literal 0, which _binned_numerical_child would compile for
+        n1 = n0
+        n2 = n0
+        n3 = n0
         while True:
             l0 = left[n0]
             l1 = left[n1]
@@ -227,7 +227,7 @@ def add_numerical_tree_binned(X_binned, rows, feature, bin_threshold, missing_le
         r += 4
     for q in range(r, n):
         i = rows[q]
-        node = 0
+        node = np.int64(0)
         while left[node] >= 0:
             node = _binned_numerical_child(node, left[node], X_binned[feature[node], i],
                                            bin_threshold, missing_left, right, missing_bin)

@@ -24,7 +24,7 @@ N_SPLIT_COLUMNS = 6
 BITSET_WORDS = 8  # 256 bits: one per bin, the missing bin included
 
 
-@inline
+@kernel
 def soft_threshold(g, alpha):
     """L1 soft-thresholding of a gradient sum."""
     if g > alpha:
@@ -34,7 +34,7 @@ def soft_threshold(g, alpha):
     return 0.0
 
 
-@inline
+@kernel
 def leaf_score(g, h, reg_lambda, reg_alpha):
     """T(G)^2 / (H + lambda): the loss reduction of a Newton leaf, times 2."""
     t = soft_threshold(g, reg_alpha)
@@ -44,7 +44,7 @@ def leaf_score(g, h, reg_lambda, reg_alpha):
     return t * t / den
 
 
-@inline
+@kernel
 def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda,
                      reg_alpha, min_samples_leaf, min_child_weight, parent):
     """Best threshold b in [first, stop): left = bins <= b plus the (gl, hl, cl) start."""
@@ -79,7 +79,7 @@ def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda
     return best, best_bin, best_gl, best_hl, best_cl
 
 
-@inline
+@kernel
 def _best_numerical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
                     min_samples_leaf, min_child_weight, parent, out):
     miss_c = h[missing_bin, 2]
@@ -104,11 +104,48 @@ def _best_numerical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alp
     out[LEFT_C] = cl
 
 
+@kernel
+def _merge_sort_order(ratio, m, order):
+    """order[:m] = the stable argsort of ratio[:m], NaN last (np.argsort kind="mergesort").
+
+    A stable order is unique, so this equals NumPy's; Numba's own argsort
+    compiled for seconds on the first fit.
+    """
+    src = order
+    dst = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        src[i] = i
+    in_order = True  # whether ``src`` is ``order``, to copy back at the end
+    width = 1
+    while width < m:  # bottom-up: merge runs of width into runs of 2 width
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i = lo
+            j = mid
+            for k in range(lo, hi):
+                # the right run's element first only if strictly less: stable
+                a = ratio[src[i]] if i < mid else 0.0
+                b = ratio[src[j]] if j < hi else 0.0
+                if j < hi and (i == mid or b < a or (np.isnan(a) and not np.isnan(b))):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+        src, dst = dst, src
+        in_order = not in_order
+        width *= 2
+    if not in_order:
+        for i in range(m):
+            dst[i] = src[i]
+
+
 @inline
 def _stable_order(ratio, m, order):
     """order[:m] = the stable argsort of ratio[:m] (np.argsort kind="mergesort")."""
     if m > 64:  # insertion sort is quadratic; past a few dozen the allocation is cheaper
-        order[:m] = np.argsort(ratio[:m], kind="mergesort")
+        _merge_sort_order(ratio, m, order)
         return
     for i in range(m):
         key = ratio[i]
@@ -119,7 +156,7 @@ def _stable_order(ratio, m, order):
         order[j + 1] = i
 
 
-@inline
+@kernel
 def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
                       min_samples_leaf, min_child_weight, parent, cat_l2, cat_smooth,
                       max_cat_threshold, max_cat_to_onehot, out, bitset, cats, ratio, order):
