@@ -182,6 +182,36 @@ def test_serial_and_parallel_kernels_grow_the_same_tree(monkeypatch):
     assert a.leaf_nodes.size == 16
 
 
+def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels(monkeypatch, growth):
+    """grow_tree's lean specialisation (``general=None``) has no parallel node kernels
+    and no categorical scan: it may be chosen only where no node would use them."""
+    if growth == "python":
+        pytest.skip("a property of the kernel's arguments")
+    monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", 1000)
+    monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 3000)
+    monkeypatch.setattr(grower_module.numba, "get_num_threads", lambda: 2)
+    X, g, h = random_data(n_samples=2000, n_features=4)
+
+    def general(n_rows, n_used, all_rows, categorical=False):
+        is_cat = np.zeros(4, dtype=np.uint8)
+        is_cat[1] = categorical
+        grower = TreeGrower(X, np.full(4, N_BINS_NON_MISSING, dtype=NODE_DTYPE), is_cat,
+                            GrowerParams())
+        args = grower.kernel_arguments(g, h, np.arange(n_rows, dtype=INDEX_DTYPE),
+                                       np.arange(n_used, dtype=NODE_DTYPE), all_rows)
+        return args[-1]
+
+    # all rows: the root's histogram has its own parallel kernel; children hold at
+    # most half the rows
+    assert general(999, 4, True) is None  # 499 x 4 < 3000
+    assert general(999, 4, False) is True  # a sampled root: 999 x 4 >= 3000
+    assert general(999, 2, False) is None
+    assert general(1000, 1, True) is True  # the root reaches the parallel partition
+    assert general(999, 4, True, categorical=True) is True
+    monkeypatch.setattr(grower_module.numba, "get_num_threads", lambda: 1)
+    assert general(1999, 4, False) is None  # one thread: every node serial
+
+
 def test_only_listed_features_are_used():
     X, g, h = random_data(seed=5)
     tree, _ = grow(X, g, h, features=np.array([1, 3]), max_leaf_nodes=8, min_samples_leaf=5)

@@ -178,6 +178,7 @@ class TreeGrower:
         self._multi_root = None
         # the grower lives inside one fit, whose thread count does not change
         self._serial_limits = _serial_limits()
+        self._categorical = bool(self.is_categorical.any())
         self.sparse = isinstance(X_binned, SparseBinned)
         if self.sparse:
             self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
@@ -215,7 +216,7 @@ class TreeGrower:
         bitsets = self._split_bitsets[:features.size]
         find_best_splits(node.hist, features, self.n_bins_non_missing, self.is_categorical,
                          MISSING_BIN, float(node.sum_g), float(node.sum_h), float(node.count),
-                         *self._split_scalars, out, bitsets)
+                         *self._split_scalars, out, bitsets, True)
         best = int(out[:, GAIN].argmax())  # first maximum: lowest feature wins ties
         gain = out[best, GAIN]
         if gain > p.min_split_gain and gain > 0.0:
@@ -351,7 +352,26 @@ class TreeGrower:
                 float(p.min_split_gain), *self._split_scalars, *self._serial_limits,
                 self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
                 self._split_out, self._split_bitsets, self._hist_pool,
-                *(_NO_ROOT if root is None else (*root, int(output))))
+                *(_NO_ROOT if root is None else (*root, int(output))),
+                self._general(sample_indices.shape[0], features.shape[0], all_rows))
+
+    def _general(self, n_rows: int, n_used: int, all_rows: bool):
+        """``grow_tree``'s ``general``: True, or None for a lean tree.
+
+        Lean: no categorical feature, and no node the kernel partitions or builds a
+        node histogram for reaches the parallel kernels' thresholds. Those nodes
+        are the root (partitioned; its histogram built as a node's when it is a
+        row sample) and the smaller children, at most half of their parent. The
+        lean specialisation then grows the very same tree, compiled without the
+        parallel node kernels and the categorical scan.
+        """
+        if self._categorical:
+            return True
+        partition_rows_min, histogram_updates_min = self._serial_limits
+        largest = n_rows // 2 if all_rows else n_rows
+        if n_rows < partition_rows_min and largest * n_used < histogram_updates_min:
+            return None
+        return True
 
     def leaf_capacity(self) -> int:
         """``max_leaf_nodes``, or fewer where no tree of these rows can have as many.

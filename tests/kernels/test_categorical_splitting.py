@@ -50,7 +50,8 @@ def run(hist, n_bins_non_missing, totals, is_categorical=None, features=None, **
                      is_categorical, MISSING_BIN, sum_g, sum_h, count,
                      *(float(p[k]) for k in ("reg_lambda", "reg_alpha", "min_samples_leaf",
                                              "min_child_weight", "cat_l2", "cat_smooth")),
-                     int(p["max_cat_threshold"]), int(p["max_cat_to_onehot"]), out, bitsets)
+                     int(p["max_cat_threshold"]), int(p["max_cat_to_onehot"]), out, bitsets,
+                     True)
     return out, bitsets
 
 

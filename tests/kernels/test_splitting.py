@@ -38,7 +38,7 @@ def run(hist, n_bins_non_missing, totals, features=None, **params):
                      np.zeros(hist.shape[0], dtype=np.uint8), MISSING_BIN, sum_g, sum_h,
                      count, float(p["reg_lambda"]), float(p["reg_alpha"]),
                      float(p["min_samples_leaf"]), float(p["min_child_weight"]), 7.0, 3.0, 5,
-                     2, out, bitsets)
+                     2, out, bitsets, None)
     assert not bitsets.any()
     return out
 

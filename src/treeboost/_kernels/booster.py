@@ -29,10 +29,10 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
                      min_child_weight, cat_l2, cat_smooth, max_cat_threshold,
                      max_cat_to_onehot, serial_partition_rows, serial_histogram_updates,
                      left_buffer, right_buffer, ordered_gradient, ordered_hessian, split_out,
-                     split_bitsets, hist_pool, root_multi, root_counts, output,
+                     split_bitsets, hist_pool, root_multi, root_counts, output, general,
                      max_delta_step, shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
-    # the arguments up to output are grow_tree's
+    # the arguments up to general are grow_tree's
     # max_delta_step: float, np.inf for none; shrinkage: float
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
@@ -44,9 +44,13 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
         reg_alpha, min_samples_leaf, min_child_weight, cat_l2, cat_smooth,
         max_cat_threshold, max_cat_to_onehot, serial_partition_rows,
         serial_histogram_updates, left_buffer, right_buffer, ordered_gradient,
-        ordered_hessian, split_out, split_bitsets, hist_pool, root_multi, root_counts, output)
-    value = np.zeros(feature.shape[0])
-    threshold = np.zeros(feature.shape[0])
+        ordered_hessian, split_out, split_bitsets, hist_pool, root_multi, root_counts, output,
+        general)
+    value = np.empty(feature.shape[0], dtype=np.float64)
+    threshold = np.empty(feature.shape[0], dtype=np.float64)
+    for j in range(feature.shape[0]):  # np.zeros would compile one more implementation
+        value[j] = 0.0
+        threshold[j] = 0.0
     last_edge = bin_edges.shape[1] - 1
     for j in range(n_nodes):
         t = soft_threshold(sum_g[j], reg_alpha)
@@ -61,7 +65,9 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
             if b >= n_edges[f]:  # every value left, only missing values right
                 threshold[j] = _FLOAT64_MAX
             else:
-                threshold[j] = bin_edges[f, min(b, last_edge)]
+                # not min(b, last_edge): an int32 and an int64 would compile a min of
+                # their own
+                threshold[j] = bin_edges[f, b if b < last_edge else last_edge]
         if left[j] < 0:
             v = value[j]
             for i in range(start[j], stop[j]):

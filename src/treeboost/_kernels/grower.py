@@ -17,7 +17,7 @@ parent's slot (parent minus smaller child) and the smaller child a free one.
 
 import numpy as np
 
-from ._jit import inline, kernel
+from ._jit import kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
 from .splitting import (
@@ -76,13 +76,17 @@ def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin)
             a[missing_bin, c] -= s[missing_bin, c]
 
 
-@inline
+@kernel
 def _build_node_histogram(X_binned, rows, gradient, hessian, features, n_bins_non_missing,
                           missing_bin, ordered_gradient, ordered_hessian, hist,
-                          serial_histogram_updates):
-    """Zero ``hist``'s used bins and build it from ``rows`` (serial below the threshold)."""
+                          serial_histogram_updates, general):
+    """Zero ``hist``'s used bins and build it from ``rows`` (serial below the threshold).
+
+    ``general`` None: the caller knows no node reaches the threshold, and the
+    parallel kernel is left out of this specialisation (see ``grow_tree``).
+    """
     _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
-    if rows.shape[0] * features.shape[0] >= serial_histogram_updates:
+    if general is not None and rows.shape[0] * features.shape[0] >= serial_histogram_updates:
         build_histograms(X_binned, rows, gradient, hessian, features, ordered_gradient,
                          ordered_hessian, hist)
     else:
@@ -97,7 +101,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
               cat_l2, cat_smooth, max_cat_threshold, max_cat_to_onehot,
               serial_partition_rows, serial_histogram_updates,
               left_buffer, right_buffer, ordered_gradient, ordered_hessian,
-              split_out, split_bitsets, hist_pool, root_multi, root_counts, output):
+              split_out, split_bitsets, hist_pool, root_multi, root_counts, output,
+              general):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major        # IN
     # gradient, hessian: float32 (n_samples,)                        # IN
@@ -112,34 +117,71 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     # hist_pool: float64 (max_leaf_nodes, n_features, n_bins, 3)     # scratch
     # root_multi, root_counts: a stage's root histograms of every output
     # (histogram.build_root_histograms_multi), used when output >= 0    # IN
+    # general: True, or None for a lean tree: no categorical feature, and no node
+    # past the root reaches the parallel partition or histogram thresholds (the
+    # caller's promise, TreeGrower.kernel_arguments). Numba prunes the branches
+    # on ``general is not None`` before typing them, so the lean specialisation
+    # compiles neither the parallel node kernels nor the categorical split search:
+    # a small numerical fit, a new user's first, compiles in about half the time
+    # (benchmarks/bench_first_fit.py).
     capacity = 2 * max_leaf_nodes - 1
     n_used = features.shape[0]
-    feature = np.full(capacity, -1, dtype=np.int32)
-    bin_threshold = np.full(capacity, -1, dtype=np.int32)
-    missing_left = np.zeros(capacity, dtype=np.uint8)
-    node_categorical = np.zeros(capacity, dtype=np.uint8)
-    cat_bitset = np.zeros((capacity, BITSET_WORDS), dtype=np.uint32)
-    left = np.full(capacity, -1, dtype=np.int32)
-    right = np.full(capacity, -1, dtype=np.int32)
-    gain = np.zeros(capacity, dtype=np.float64)
-    count = np.zeros(capacity, dtype=np.int64)
-    sum_g = np.zeros(capacity, dtype=np.float64)
-    sum_h = np.zeros(capacity, dtype=np.float64)
-    start = np.zeros(capacity, dtype=np.int64)
-    stop = np.zeros(capacity, dtype=np.int64)
-    depth = np.zeros(capacity, dtype=np.int64)
-    slot = np.full(capacity, -1, dtype=np.int64)  # histogram slot held, -1: none
+    # np.empty and one loop of initial values: np.full and np.zeros compile an
+    # implementation per dtype (and a fill for each), ~1 s of a first fit's compilation
+    feature = np.empty(capacity, dtype=np.int32)
+    bin_threshold = np.empty(capacity, dtype=np.int32)
+    missing_left = np.empty(capacity, dtype=np.uint8)
+    node_categorical = np.empty(capacity, dtype=np.uint8)
+    cat_bitset = np.empty((capacity, BITSET_WORDS), dtype=np.uint32)
+    left = np.empty(capacity, dtype=np.int32)
+    right = np.empty(capacity, dtype=np.int32)
+    gain = np.empty(capacity, dtype=np.float64)
+    count = np.empty(capacity, dtype=np.int64)
+    sum_g = np.empty(capacity, dtype=np.float64)
+    sum_h = np.empty(capacity, dtype=np.float64)
+    start = np.empty(capacity, dtype=np.int64)
+    stop = np.empty(capacity, dtype=np.int64)
+    depth = np.empty(capacity, dtype=np.int64)
+    slot = np.empty(capacity, dtype=np.int64)  # histogram slot held, -1: none
     # the best split found for each node, applied if the node is chosen
-    split_gain = np.full(capacity, -np.inf)
-    split_feature = np.zeros(capacity, dtype=np.int32)
-    split_bin = np.zeros(capacity, dtype=np.int32)
-    split_ml = np.zeros(capacity, dtype=np.uint8)
-    split_gl = np.zeros(capacity)
-    split_hl = np.zeros(capacity)
-    split_cl = np.zeros(capacity, dtype=np.int64)
-    split_bitset = np.zeros((capacity, BITSET_WORDS), dtype=np.uint32)
-    candidate = np.zeros(capacity, dtype=np.uint8)  # a leaf with a valid split
-    free_slots = np.arange(max_leaf_nodes - 1, -1, -1)  # a stack: slot 0 on top
+    split_gain = np.empty(capacity, dtype=np.float64)
+    split_feature = np.empty(capacity, dtype=np.int32)
+    split_bin = np.empty(capacity, dtype=np.int32)
+    split_ml = np.empty(capacity, dtype=np.uint8)
+    split_gl = np.empty(capacity, dtype=np.float64)
+    split_hl = np.empty(capacity, dtype=np.float64)
+    split_cl = np.empty(capacity, dtype=np.int64)
+    split_bitset = np.empty((capacity, BITSET_WORDS), dtype=np.uint32)
+    candidate = np.empty(capacity, dtype=np.uint8)  # a leaf with a valid split
+    for j in range(capacity):
+        feature[j] = -1
+        bin_threshold[j] = -1
+        missing_left[j] = 0
+        node_categorical[j] = 0
+        left[j] = -1
+        right[j] = -1
+        gain[j] = 0.0
+        count[j] = 0
+        sum_g[j] = 0.0
+        sum_h[j] = 0.0
+        start[j] = 0
+        stop[j] = 0
+        depth[j] = 0
+        slot[j] = -1
+        split_gain[j] = -np.inf
+        split_feature[j] = 0
+        split_bin[j] = 0
+        split_ml[j] = 0
+        split_gl[j] = 0.0
+        split_hl[j] = 0.0
+        split_cl[j] = 0
+        candidate[j] = 0
+        for w in range(BITSET_WORDS):
+            cat_bitset[j, w] = 0
+            split_bitset[j, w] = 0
+    free_slots = np.empty(max_leaf_nodes, dtype=np.int64)  # a stack: slot 0 on top
+    for j in range(max_leaf_nodes):
+        free_slots[j] = max_leaf_nodes - 1 - j
     n_free = max_leaf_nodes
 
     # ---- root ------------------------------------------------------------------
@@ -158,7 +200,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     else:
         _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
                               n_bins_non_missing, missing_bin, ordered_gradient,
-                              ordered_hessian, hist, serial_histogram_updates)
+                              ordered_hessian, hist, serial_histogram_updates, general)
     g0 = 0.0
     h0 = 0.0
     f0 = features[0]
@@ -179,7 +221,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
               min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
               max_cat_threshold, max_cat_to_onehot, split_out, split_bitsets, split_gain,
               split_feature, split_bin, split_ml, split_gl, split_hl, split_cl,
-              split_bitset, candidate)
+              split_bitset, candidate, general)
     if candidate[0] == 0:
         n_free = _release(root, slot, free_slots, n_free)
 
@@ -197,7 +239,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
         candidate[node] = 0
         f = split_feature[node]
         rows = sample_indices[start[node]:stop[node]]
-        if rows.shape[0] >= serial_partition_rows:
+        if general is not None and rows.shape[0] >= serial_partition_rows:
             n_left = partition_rows(rows, X_binned, f, is_categorical[f] == 1,
                                     split_bin[node], split_ml[node] == 1, missing_bin,
                                     split_bitset[node], left_buffer, right_buffer)
@@ -244,7 +286,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
             _build_node_histogram(X_binned, sample_indices[start[small]:stop[small]],
                                   gradient, hessian, features, n_bins_non_missing,
                                   missing_bin, ordered_gradient, ordered_hessian, small_hist,
-                                  serial_histogram_updates)
+                                  serial_histogram_updates, general)
             # the larger child's histogram is the parent's minus the smaller's
             slot[large] = slot[node]
             slot[node] = -1
@@ -257,7 +299,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
                           reg_alpha, cat_l2, cat_smooth, max_cat_threshold,
                           max_cat_to_onehot, split_out, split_bitsets, split_gain,
                           split_feature, split_bin, split_ml, split_gl, split_hl, split_cl,
-                          split_bitset, candidate)
+                          split_bitset, candidate, general)
                 if candidate[child] == 0:
                     n_free = _release(child, slot, free_slots, n_free)
         n_free = _release(node, slot, free_slots, n_free)
@@ -289,7 +331,7 @@ def _consider(node, depth, count, sum_h, sum_g, slot, hist_pool, features, n_use
               min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
               max_cat_threshold, max_cat_to_onehot, split_out, split_bitsets, split_gain,
               split_feature, split_bin, split_ml, split_gl, split_hl, split_cl, split_bitset,
-              candidate):
+              candidate, general):
     """Find ``node``'s best split; mark it a candidate if the gain is worth a split."""
     if slot[node] < 0 or not _can_split(node, depth, count, sum_h, max_depth,
                                         min_samples_leaf, min_child_weight):
@@ -299,7 +341,7 @@ def _consider(node, depth, count, sum_h, sum_g, slot, hist_pool, features, n_use
     find_best_splits(hist_pool[slot[node]], features, n_bins_non_missing, is_categorical,
                      missing_bin, sum_g[node], sum_h[node], float(count[node]), reg_lambda,
                      reg_alpha, min_samples_leaf, min_child_weight, cat_l2, cat_smooth,
-                     max_cat_threshold, max_cat_to_onehot, out, bitsets)
+                     max_cat_threshold, max_cat_to_onehot, out, bitsets, general)
     best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
     for k in range(1, n_used):
         if out[k, GAIN] > out[best, GAIN]:
@@ -309,10 +351,10 @@ def _consider(node, depth, count, sum_h, sum_g, slot, hist_pool, features, n_use
         candidate[node] = 1
         split_gain[node] = value
         split_feature[node] = features[best]
-        split_bin[node] = int(out[best, BIN])
-        split_ml[node] = int(out[best, MISSING_LEFT])
+        split_bin[node] = np.int64(out[best, BIN])
+        split_ml[node] = np.int64(out[best, MISSING_LEFT])
         split_gl[node] = out[best, LEFT_G]
         split_hl[node] = out[best, LEFT_H]
-        split_cl[node] = int(out[best, LEFT_C])
+        split_cl[node] = np.int64(out[best, LEFT_C])
         for w in range(BITSET_WORDS):
             split_bitset[node, w] = bitsets[best, w]

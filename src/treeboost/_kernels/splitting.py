@@ -242,7 +242,7 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
 def find_best_splits(hist, features, n_bins_non_missing, is_categorical, missing_bin,
                      sum_g, sum_h, count, reg_lambda, reg_alpha, min_samples_leaf,
                      min_child_weight, cat_l2, cat_smooth, max_cat_threshold,
-                     max_cat_to_onehot, out, out_bitset):
+                     max_cat_to_onehot, out, out_bitset, general):
     """Best split of each listed feature: threshold and missing side, or category set."""
     # hist: float64 (n_features, n_bins, 3)          # IN
     # features: int32 (n_used,)                       # IN, candidate features
@@ -250,6 +250,8 @@ def find_best_splits(hist, features, n_bins_non_missing, is_categorical, missing
     # is_categorical: uint8 (n_features,)             # IN
     # out: float64 (n_used, N_SPLIT_COLUMNS)          # OUT, gain -inf if none
     # out_bitset: uint32 (n_used, BITSET_WORDS)       # OUT, left categories
+    # general: True, or None when no feature is categorical, which compiles the
+    # categorical scan out of this specialisation (grower.grow_tree)
     # serial on purpose: a node's scan is a few thousand bins, far less work
     # than waking a thread pool for it
     parent = leaf_score(sum_g, sum_h, reg_lambda, reg_alpha)
@@ -259,7 +261,7 @@ def find_best_splits(hist, features, n_bins_non_missing, is_categorical, missing
     order = np.empty(n_slots, dtype=np.int64)
     for k in range(features.shape[0]):
         f = features[k]
-        if is_categorical[f]:
+        if general is not None and is_categorical[f]:
             _best_categorical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h,
                               count, reg_lambda, reg_alpha, min_samples_leaf,
                               min_child_weight, parent, cat_l2, cat_smooth,
