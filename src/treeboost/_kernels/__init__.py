@@ -14,4 +14,11 @@ body again at every call site; an argument is never a literal constant
 raise no exception with a formatted message and avoid NumPy functions whose
 Numba implementations are large (``argsort``, ``reshape``, ``finfo``, array
 to array slice assignment), each seconds of the first fit's compilation.
+``np.zeros`` and ``np.full`` compile an implementation per dtype (and a fill
+for each): allocate with ``np.empty`` and set initial values in a loop. Code a
+fit may not need is compiled out where the caller knows it: ``grow_tree`` and
+``find_best_splits`` take ``general=None`` for small numerical trees, and
+Numba prunes the branches on ``general is not None`` (the parallel node
+kernels, the categorical scan) before typing them; ``general=True`` is the
+one other specialisation.
 """

@@ -79,7 +79,8 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
         if left[j] >= 0 and node_categorical[j]:
             categorical = True
             break
-    if categorical:
+    # a lean tree (general None) has no categorical split: the traversal is compiled out
+    if general is not None and categorical:
         for r in range(outside.shape[0]):
             i = outside[r]
             raw_score[i] += value[binned_leaf(X_binned, i, feature, bin_threshold,
