@@ -19,6 +19,10 @@ Usage::
 
     PYTHONPATH=src python tests/data/models/make_fixtures.py
 
+``recipe(name)`` gives a case's unfitted estimator and data without writing anything:
+``tests/test_training_freeze.py`` fits every case again and checks that today's
+training still gives the frozen models.
+
 Layout of ``<name>.npz`` (no pickled objects; read with ``allow_pickle=False``):
 
 - inputs: ``X_test`` (a float64 matrix), or ``X_csr_data``, ``X_csr_indices``,
@@ -41,6 +45,7 @@ import platform
 import subprocess
 import sys
 import zlib
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -51,7 +56,10 @@ import sklearn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "src"))
+# run as a script: the checkout's src/; imported (by tests/test_training_freeze.py), the
+# treeboost under test is left alone and sys.path is not changed behind the test's back
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(REPO, "src"))
 
 import treeboost  # noqa: E402  (after the path insert: the checkout's code, not an install)
 from treeboost import TreeBoostClassifier, TreeBoostRegressor  # noqa: E402
@@ -325,6 +333,42 @@ def _git(*args) -> str:
         return "unknown"
 
 
+def data_seed(name: str) -> int:
+    """Seed of fixture ``name``'s data: it follows from the name, so adding a case leaves
+    the others' data as it was."""
+    return zlib.crc32(name.encode()) % 100_000
+
+
+class Recipe(NamedTuple):
+    """What fixture ``name`` is trained on, before anything is fitted or written."""
+
+    estimator: object  # unfitted TreeBoostRegressor or TreeBoostClassifier
+    X: object  # training inputs: a matrix, a CSR matrix or a DataFrame
+    y: np.ndarray
+    fit_kwargs: dict  # sample_weight, eval_set
+    X_test: object  # the rows predicted on, before the edge rows (dense even when sparse)
+
+
+def recipe(name: str, seed: int | None = None) -> Recipe:
+    """The estimator and data of fixture ``name``, exactly as ``make`` fits them.
+
+    Writes nothing: ``tests/test_training_freeze.py`` fits it again in memory.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``CASES``.
+    seed : int, optional
+        Seed of the fixture's data; ``data_seed(name)``, the one ``main`` uses, if None.
+    """
+    make_estimator, opts = CASES[name]
+    est, kind = make_estimator()
+    X, y, extra, X_test = _data(kind, opts, data_seed(name) if seed is None else seed)
+    if extra.get("categorical"):
+        est.set_params(categorical_features=[5])
+    return Recipe(est, X, y, extra.get("fit", {}), X_test)
+
+
 def make(name: str, seed: int) -> dict:
     """Fit fixture ``name``, write ``<name>.json`` and ``<name>.npz``; return its summary.
 
@@ -340,12 +384,9 @@ def make(name: str, seed: int) -> dict:
     dict
         What ``README.md`` lists about the fixture.
     """
-    make_estimator, opts = CASES[name]
-    est, kind = make_estimator()
-    X, y, extra, X_test = _data(kind, opts, seed)
-    if extra.get("categorical"):
-        est.set_params(categorical_features=[5])
-    est.fit(X, y, **extra.get("fit", {}))
+    opts = CASES[name][1]
+    est, X, y, fit_kwargs, X_test = recipe(name, seed)
+    est.fit(X, y, **fit_kwargs)
     model_path = os.path.join(HERE, f"{name}.json")
     est.save_model(model_path)
     if not isinstance(X_test, pd.DataFrame):
@@ -372,8 +413,7 @@ def main() -> None:
         if any(os.path.exists(p) for p in paths):
             print(f"{name}: exists, left alone (the fixtures are frozen)")
             continue
-        # the data's seed follows from the name: adding a case leaves the others' data as it was
-        written.append(make(name, seed=zlib.crc32(name.encode()) % 100_000))
+        written.append(make(name, seed=data_seed(name)))
         print(f"{name}: written")
     if written:
         _append_readme(written)
