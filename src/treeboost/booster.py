@@ -20,10 +20,11 @@ from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
 from .binning import BinMapper, SparseBinned, canonical_sparse
+from .callbacks import CallbackList
 from .exceptions import DivergenceError
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
-from .metrics import Metric
+from .metrics import evaluate
 from .modes import check_mode, dart_drops, dart_scales, goss_start
 from .predictor import PackedTrees
 from .sampling import goss_sample, sample_columns, sample_rows, stage_streams, stream_seed
@@ -109,7 +110,7 @@ class Booster:
         return int(self.bin_mapper.n_edges_.size)
 
     # ---- training ------------------------------------------------------------
-    def fit(self, X_binned, y, sample_weight, streams, eval_sets=(), metric: Metric = None,
+    def fit(self, X_binned, y, sample_weight, streams, eval_sets=(), metrics=(),
             record_training=False, callbacks=(), trace: list | None = None) -> dict:
         """Run the stage loop up to ``params.n_estimators`` stages in all.
 
@@ -129,12 +130,16 @@ class Booster:
             ``make_streams(seed)``; the stages draw from ``stage_streams(seed, m)``.
         eval_sets : sequence of EvalSet, default=()
             Data scored after every stage.
-        metric : Metric, default=None
-            Metric of the evaluation log.
+        metrics : sequence of Metric, default=()
+            Metrics of the evaluation log, evaluated in order on every data
+            set after every stage.
         record_training : bool, default=False
-            Also log the metric on the training data.
+            Also log the metrics on the training data (as "training", first).
         callbacks : sequence of TrainingCallback, default=()
-            Called after every stage with the global 0-based stage index.
+            Called in order (``CallbackList``): ``before_training(self)``, then
+            ``after_iteration`` after every stage with the global 0-based stage
+            index (training stops after the stage if one returns True), then
+            ``after_training(self)`` once, after a forest's final averaging.
         trace : list, default=None
             If a list, one record per tree is appended (``treeboost.trace``).
 
@@ -153,20 +158,25 @@ class Booster:
             self.stage_weights = []
         self.seed = stream_seed(streams)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets)
-        evals_log = {name: {metric.name: []} for name in
-                     (["training"] if record_training else []) + [e.name for e in eval_sets]}
+        # (index in state.scores, name, y, weights) of every evaluated data set
+        data = ([(-1, "training", y, sample_weight)] if record_training else []) + [
+            (i, e.name, e.y, e.sample_weight) for i, e in enumerate(eval_sets)]
+        evals_log = {name: {metric.name: [] for metric in metrics} for _, name, _, _ in data}
+        if not isinstance(callbacks, CallbackList):
+            callbacks = CallbackList(callbacks)
+        callbacks.before_training(self)
         for m in range(len(self.trees), p.n_estimators):
             self._stage(state, m, stage_streams(self.seed, m), trace)
-            if record_training:
-                evals_log["training"][metric.name].append(
-                    metric(y, state.scores(-1), sample_weight, self.loss))
-            for i, e in enumerate(eval_sets):
-                evals_log[e.name][metric.name].append(
-                    metric(e.y, state.scores(i), e.sample_weight, self.loss))
-            if any([cb.after_iteration(m, evals_log) for cb in callbacks]):
+            for i, name, y_i, w_i in data:
+                values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
+                                  where=f" on {name} at stage {m + 1}")
+                for metric, value in zip(metrics, values, strict=True):
+                    evals_log[name][metric.name].append(value)
+            if callbacks.after_iteration(m, evals_log):
                 break
         if p.boosting == "rf":
             self._scale_stages(range(len(self.trees)), 1.0 / len(self.trees))
+        callbacks.after_training(self)
         return evals_log
 
     def _stage(self, state: _TrainingState, m: int, rngs: dict, trace) -> None:

@@ -1,8 +1,30 @@
-"""Training callbacks: early stopping and the per-stage evaluation log.
+"""Training callbacks: the protocol, early stopping and the per-stage evaluation log.
 
-The booster calls ``after_iteration(iteration, evals_log)`` after every
-stage; a callback returns True to stop training. ``evals_log`` maps a data
-set name to {metric name: list of values, one per stage so far}.
+``Booster.fit`` drives a ``CallbackList``: ``before_training(booster)`` once,
+then after every stage the booster evaluates its metrics and calls
+``after_iteration(iteration, evals_log)`` on every callback; training stops
+after the stage if any returned True. Finally ``after_training(booster)``
+runs once, whatever ended training (``n_estimators`` reached or a stop; an
+error raised during training skips it).
+Control is by return value only: no exceptions, no attributes to set.
+
+``evals_log`` maps a data set name ("training", "validation",
+"validation_0", ...) to {metric name: list of values, one per stage of this
+fit so far}; ``iteration`` is the 0-based index of the stage just trained
+(counted from the first stage of the model when training continues one).
+
+The estimators run their callbacks in this documented order, at every hook:
+
+1. ``EvaluationLogger`` (``verbose > 0``);
+2. ``EarlyStopping`` (``n_iter_no_change`` set): it monitors the first
+   metric of ``eval_metric`` and, in ``after_training``, rewinds the model to
+   its best stage;
+3. the user's ``callbacks``, in the order given.
+
+So a user callback's ``after_training`` sees the model the estimator keeps,
+and a user stop at stage 17 keeps exactly 17 stages unless early stopping
+is on (which then keeps its best stage, as it does when ``n_estimators``
+is reached).
 """
 
 from __future__ import annotations
@@ -11,13 +33,127 @@ import sys
 
 import numpy as np
 
+#: the hooks every callback has
+HOOKS = ("before_training", "after_iteration", "after_training")
+
 
 class TrainingCallback:
-    """Base class: override ``after_iteration``."""
+    """Base class of training callbacks: override the hooks you need.
+
+    Any object with the three methods below works as a callback; subclassing
+    this class gives no-op defaults.
+
+    Examples
+    --------
+    >>> class StopAt(TrainingCallback):
+    ...     def __init__(self, n_stages):
+    ...         self.n_stages = n_stages
+    ...     def after_iteration(self, iteration, evals_log):
+    ...         return iteration + 1 >= self.n_stages
+    """
+
+    def before_training(self, booster) -> None:
+        """Called once before the first new stage.
+
+        Parameters
+        ----------
+        booster : Booster
+            The model being trained (it already holds the stages of a model
+            being continued).
+        """
 
     def after_iteration(self, iteration: int, evals_log: dict) -> bool:
-        """Called after stage ``iteration`` (0-based); return True to stop training."""
+        """Called after every stage; return True to stop training after it.
+
+        Parameters
+        ----------
+        iteration : int
+            0-based index of the stage just trained.
+        evals_log : dict
+            {data set name: {metric name: [value per stage of this fit]}};
+            read it, do not modify it.
+
+        Returns
+        -------
+        bool
+            True stops training (the stage just trained is kept); False (or
+            None) goes on.
+        """
         return False
+
+    def after_training(self, booster) -> None:
+        """Called once when training ends (``n_estimators`` reached or a stop).
+
+        Parameters
+        ----------
+        booster : Booster
+            The trained model.
+        """
+
+
+def check_callbacks(callbacks) -> list:
+    """The ``callbacks`` argument of ``fit`` as a list; ``TypeError`` naming it if invalid.
+
+    Parameters
+    ----------
+    callbacks : list or tuple of TrainingCallback, or None
+        Objects with ``before_training``, ``after_iteration`` and
+        ``after_training`` methods.
+
+    Returns
+    -------
+    list
+    """
+    if callbacks is None:
+        return []
+    if not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"callbacks={callbacks!r} must be a list of TrainingCallback objects "
+                        "(treeboost.callbacks.TrainingCallback)")
+    for i, cb in enumerate(callbacks):
+        missing = [h for h in HOOKS if not callable(getattr(cb, h, None))]
+        if missing:
+            raise TypeError(f"callbacks[{i}]={cb!r} is not a TrainingCallback: it lacks "
+                            f"{', '.join(missing)}; subclass "
+                            "treeboost.callbacks.TrainingCallback and override "
+                            "after_iteration(iteration, evals_log) -> bool")
+    return list(callbacks)
+
+
+class CallbackList:
+    """Callbacks called in order at every hook; what ``Booster.fit`` drives.
+
+    Parameters
+    ----------
+    callbacks : sequence of TrainingCallback
+        In calling order.
+    """
+
+    def __init__(self, callbacks=()):
+        self.callbacks = list(callbacks)
+
+    def before_training(self, booster) -> None:
+        """Call every callback's ``before_training``."""
+        for cb in self.callbacks:
+            cb.before_training(booster)
+
+    def after_iteration(self, iteration: int, evals_log: dict) -> bool:
+        """Call every callback (all of them, even after a stop); True if any asks to stop."""
+        stop = False
+        for i, cb in enumerate(self.callbacks):
+            answer = cb.after_iteration(iteration, evals_log)
+            if answer is None:
+                continue
+            if not isinstance(answer, (bool, np.bool_)):
+                raise TypeError(f"callbacks: {type(cb).__name__}.after_iteration (callback "
+                                f"{i}) returned {answer!r}; it must return True (stop) or "
+                                "False (go on)")
+            stop = stop or bool(answer)
+        return stop
+
+    def after_training(self, booster) -> None:
+        """Call every callback's ``after_training``."""
+        for cb in self.callbacks:
+            cb.after_training(booster)
 
 
 class EarlyStopping(TrainingCallback):
@@ -32,22 +168,27 @@ class EarlyStopping(TrainingCallback):
     tol : float
         Minimum improvement that counts.
     higher_is_better : bool
-        Direction of the metric.
+        Direction of the metric (``Metric.higher_is_better``).
+    keep_best : bool, default=True
+        In ``after_training``, cut the model back to its best stage, whatever
+        ended training.
 
     Attributes
     ----------
     best_iteration : int
-        0-based stage with the best score so far.
+        0-based stage with the best score so far (-1 before the first).
     best_score : float
-        That score.
+        That score, times -1 if lower is better.
     """
 
-    def __init__(self, data_name, metric_name, patience, tol, higher_is_better):
+    def __init__(self, data_name, metric_name, patience, tol, higher_is_better,
+                 keep_best=True):
         self.data_name = data_name
         self.metric_name = metric_name
         self.patience = patience
         self.tol = tol
         self.sign = 1.0 if higher_is_better else -1.0
+        self.keep_best = keep_best
         self.best_iteration = -1
         self.best_score = -np.inf
 
@@ -59,6 +200,11 @@ class EarlyStopping(TrainingCallback):
             self.best_iteration = iteration
             return False
         return iteration - self.best_iteration >= self.patience
+
+    def after_training(self, booster) -> None:
+        """Keep the stages up to the best one (``keep_best``)."""
+        if self.keep_best and self.best_iteration >= 0:
+            booster.truncate(self.best_iteration + 1)
 
 
 class EvaluationLogger(TrainingCallback):

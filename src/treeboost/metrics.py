@@ -1,35 +1,185 @@
-"""Evaluation metrics for training logs and early stopping; each declares its direction."""
+"""Evaluation metrics for training logs and early stopping; each declares its direction.
+
+The booster evaluates a list of ``Metric`` objects on every data set after
+every stage (``evaluate``); the log is ``evals_result_`` and early stopping
+monitors the first metric of the list. A metric is a built-in (named by a
+string in ``eval_metric``) or a user's callable wrapped with
+``make_metric``, which must say whether higher is better: the direction is
+never guessed from a name.
+
+A user metric is called as ``fn(y_true, y_pred, sample_weight=w)``:
+
+- ``y_true``: the targets, float64 for a regressor; for a classifier the
+  class indices into ``classes_`` (int64, 0 .. n_classes - 1);
+- ``y_pred``: predictions on the response scale, what ``predict`` returns
+  for a regressor (the mean, median or quantile the loss estimates); for a
+  classifier the probabilities, as scikit-learn's probability scorers get
+  them: shape (n_samples,) with the positive class's probability for a
+  binary classifier, (n_samples, n_classes) for several classes;
+- ``sample_weight``: the rows' weights, always an array (ones when none
+  were given).
+
+The arrays are read-only views. The keyword ``sample_weight`` makes
+scikit-learn's metric functions fit directly, e.g.
+``make_metric(roc_auc_score, higher_is_better=True)``.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from ._dtypes import readonly
+
 
 @dataclass(frozen=True)
 class Metric:
-    """A named evaluation metric over targets, raw scores and weights.
+    """A named evaluation metric that declares its direction.
+
+    Build user metrics with ``make_metric``, which checks the arguments.
 
     Attributes
     ----------
     name : str
         Name used in ``evals_result_`` and the training log.
     fn : callable
-        ``fn(y, raw, sample_weight, loss) -> float`` with ``raw`` of shape
-        (n_outputs, n_samples).
+        ``fn(y_true, y_pred, sample_weight=w) -> float``; see the module
+        docstring for what ``y_true`` and ``y_pred`` are.
     higher_is_better : bool
-        Direction for early stopping.
+        Direction for early stopping: True for scores (AUC, accuracy),
+        False for losses and errors.
     """
 
     name: str
     fn: Callable
-    higher_is_better: bool = False
+    higher_is_better: bool
 
-    def __call__(self, y, raw, sample_weight, loss) -> float:
-        """Evaluate the metric."""
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"Metric: name={self.name!r} must be a non-empty str")
+        if not callable(self.fn):
+            raise TypeError(f"Metric: fn={self.fn!r} must be a callable")
+        if not isinstance(self.higher_is_better, (bool, np.bool_)):
+            raise TypeError(f"Metric: higher_is_better={self.higher_is_better!r} must be True "
+                            "or False (the direction is never guessed)")
+
+    def evaluate(self, y, raw, sample_weight, loss, y_pred=None, where="") -> float:
+        """The metric of raw scores ``raw`` (n_outputs, n_samples) against encoded ``y``.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            Encoded targets (class indices as floats for a classifier).
+        raw : ndarray of shape (n_outputs, n_samples)
+            Raw scores.
+        sample_weight : ndarray of shape (n_samples,)
+            Row weights.
+        loss : Loss
+            The trained loss (its inverse link gives ``y_pred``).
+        y_pred : ndarray, default=None
+            ``predictions(raw, loss)`` when already computed for this data.
+        where : str, default=""
+            Data set and stage, for error messages.
+
+        Returns
+        -------
+        float
+            The value; a ``ValueError`` naming the metric if it is not finite.
+        """
+        if y_pred is None:
+            y_pred = predictions(raw, loss)
+        y_true = readonly(y.astype(np.int64) if loss.is_classification else y)
+        value = self.fn(y_true, y_pred, sample_weight=readonly(sample_weight))
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"eval_metric {self.name!r} returned {value!r}{where}; a "
+                            "metric must return one float") from None
+        if not math.isfinite(value):
+            raise ValueError(f"eval_metric {self.name!r} returned {value}{where}; a metric "
+                             "must return a finite float (check its inputs: y_pred are "
+                             "probabilities or predictions on the response scale)")
+        return value
+
+
+@dataclass(frozen=True)
+class _BuiltinMetric(Metric):
+    """A built-in metric, computed from the raw scores: ``fn(y, raw, w, loss)``."""
+
+    def evaluate(self, y, raw, sample_weight, loss, y_pred=None, where="") -> float:
+        """The metric of raw scores ``raw`` (n_outputs, n_samples); see ``Metric.evaluate``."""
         return float(self.fn(y, raw, sample_weight, loss))
+
+
+def make_metric(fn: Callable, *, name: str | None = None, higher_is_better: bool) -> Metric:
+    """Wrap a callable as an evaluation metric for ``eval_metric``.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(y_true, y_pred, sample_weight=w) -> float``, called after every
+        stage on every evaluated data set. ``y_pred`` is on the response
+        scale: predictions for a regressor, probabilities for a classifier
+        (the positive class's for a binary one, shape (n_samples,); shape
+        (n_samples, n_classes) otherwise); ``y_true`` holds a classifier's
+        class indices. It must return a finite float.
+    name : str, default=None
+        Key in ``evals_result_`` and the log; None takes ``fn.__name__``
+        (required for a lambda or a ``functools.partial``).
+    higher_is_better : bool
+        Required, keyword only: True if larger values are better (AUC),
+        False for losses and errors. Early stopping follows it.
+
+    Returns
+    -------
+    Metric
+
+    Notes
+    -----
+    ``save_model`` writes the estimator's parameters as JSON, which cannot
+    hold a function: set ``eval_metric`` to a built-in name or None
+    (``set_params``) before saving a model trained with a user metric.
+
+    Examples
+    --------
+    >>> from sklearn.metrics import roc_auc_score
+    >>> auc = make_metric(roc_auc_score, name="my_auc", higher_is_better=True)
+    """
+    if not callable(fn):
+        raise TypeError(f"make_metric: fn={fn!r} must be a callable "
+                        "fn(y_true, y_pred, sample_weight) -> float")
+    if not isinstance(higher_is_better, (bool, np.bool_)):
+        raise TypeError(f"make_metric: higher_is_better={higher_is_better!r} must be True "
+                        "or False (the direction is never guessed)")
+    if name is None:
+        name = getattr(fn, "__name__", None)
+        if name is None or name == "<lambda>":
+            raise ValueError(f"make_metric: {fn!r} has no usable __name__; pass name=")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"make_metric: name={name!r} must be a non-empty str")
+    return Metric(name, fn, bool(higher_is_better))
+
+
+def predictions(raw: np.ndarray, loss) -> np.ndarray:
+    """``y_pred`` of user metrics: the inverse link of ``raw``, as a read-only array."""
+    return readonly(np.asarray(loss.inverse_link(raw)))
+
+
+def evaluate(metrics, y, raw, sample_weight, loss, where="") -> list[float]:
+    """Every metric of ``metrics`` on one data set; user metrics share one ``y_pred``.
+
+    ``where`` (e.g. " on validation_0 at stage 3") goes into error messages.
+    """
+    y_pred = None
+    values = []
+    for metric in metrics:
+        if y_pred is None and not isinstance(metric, _BuiltinMetric):
+            y_pred = predictions(raw, loss)
+        values.append(metric.evaluate(y, raw, sample_weight, loss, y_pred, where))
+    return values
 
 
 def _rmse(y, raw, w, loss):
@@ -57,10 +207,10 @@ def _auc(y, raw, w, loss):
 
 
 METRICS = {
-    "rmse": Metric("rmse", _rmse),
-    "mae": Metric("mae", _mae),
-    "error": Metric("error", _error),
-    "auc": Metric("auc", _auc, higher_is_better=True),
+    "rmse": _BuiltinMetric("rmse", _rmse, higher_is_better=False),
+    "mae": _BuiltinMetric("mae", _mae, higher_is_better=False),
+    "error": _BuiltinMetric("error", _error, higher_is_better=False),
+    "auc": _BuiltinMetric("auc", _auc, higher_is_better=True),
 }
 
 
@@ -71,28 +221,94 @@ METRIC_TASKS = {"rmse": ("regression", "binary"), "mae": ("regression", "binary"
                 "error": ("binary", "multiclass"), "auc": ("binary",)}
 
 
-def check_metric(name: str | None, task: str) -> None:
-    """Raise ``ValueError`` naming ``eval_metric`` if metric ``name`` does not fit ``task``.
+def _as_list(spec) -> list:
+    """``eval_metric`` as a list of entries (None and "loss" stand for the loss)."""
+    return list(spec) if isinstance(spec, (list, tuple)) else [spec]
+
+
+def check_eval_metric(spec) -> None:
+    """Raise ``TypeError``/``ValueError`` naming ``eval_metric`` unless ``spec`` is valid.
+
+    Valid: None, a built-in name ("loss" or one of ``METRICS``), a ``Metric``
+    (``make_metric``), or a non-empty list or tuple of names and ``Metric``
+    objects with distinct names.
+    """
+    names = ["loss", *METRICS]
+    if isinstance(spec, (list, tuple)):
+        if not spec:
+            raise ValueError("eval_metric=[] must name at least one metric (None: the loss)")
+        where = [f"eval_metric[{i}]" for i in range(len(spec))]
+    else:
+        where = ["eval_metric"]
+    seen = set()
+    for item, at in zip(_as_list(spec), where, strict=True):
+        if isinstance(item, Metric):
+            key = item.name
+        elif isinstance(item, str) or (item is None and at == "eval_metric"):
+            if item is not None and item not in names:
+                raise ValueError(f"{at}={item!r} is not one of {names}, a Metric "
+                                 "(treeboost.metrics.make_metric) or a list of these")
+            key = "loss" if item is None else item
+        elif callable(item):
+            raise TypeError(f"{at}={item!r} is a callable without a declared direction: "
+                            "wrap it as treeboost.metrics.make_metric(fn, name=..., "
+                            "higher_is_better=True or False)")
+        else:
+            raise TypeError(f"{at}={item!r} must be a metric name in {names}, a Metric "
+                            "(treeboost.metrics.make_metric) or a list of these")
+        if key in seen:
+            raise ValueError(f"eval_metric names metric {key!r} twice")
+        seen.add(key)
+
+
+def check_metric(spec, task: str) -> None:
+    """Raise ``ValueError`` naming ``eval_metric`` if a built-in metric does not fit ``task``.
 
     Parameters
     ----------
-    name : str or None
-        The ``eval_metric`` parameter (None or "loss": the training loss, always fits).
+    spec : str, Metric, list or None
+        The ``eval_metric`` parameter (None or "loss": the training loss, always
+        fits; user metrics are not checked).
     task : {"regression", "binary", "multiclass"}
         What the estimator fits.
     """
-    tasks = METRIC_TASKS.get(name)
-    if tasks is not None and task not in tasks:
-        fits = [m for m, t in METRIC_TASKS.items() if task in t]
-        raise ValueError(f"eval_metric={name!r} is not defined for {task} targets; use "
-                         f"one of {['loss', *fits]}")
+    for name in _as_list(spec):
+        tasks = METRIC_TASKS.get(name) if isinstance(name, str) else None
+        if tasks is not None and task not in tasks:
+            fits = [m for m, t in METRIC_TASKS.items() if task in t]
+            raise ValueError(f"eval_metric={name!r} is not defined for {task} targets; use "
+                             f"one of {['loss', *fits]}")
 
 
 def get_metric(name: str | None, loss) -> Metric:
-    """The metric called ``name``; None means the training loss itself."""
+    """The built-in metric called ``name``; None or "loss" means the training loss itself."""
     if name is None or name == "loss":
-        return Metric(loss.name, lambda y, raw, w, ls: ls(y, raw, w))
+        return _BuiltinMetric(loss.name, lambda y, raw, w, ls: ls(y, raw, w),
+                              higher_is_better=False)
     try:
         return METRICS[name]
     except KeyError:
         raise ValueError(f"eval_metric={name!r} is not one of {['loss', *METRICS]}") from None
+
+
+def get_metrics(spec, loss) -> list[Metric]:
+    """The metrics of ``eval_metric`` in order; the first one drives early stopping.
+
+    Parameters
+    ----------
+    spec : str, Metric, list or None
+        The ``eval_metric`` parameter (checked by ``check_eval_metric``).
+    loss : Loss
+        The trained loss ("loss" and None stand for it, under its name).
+
+    Returns
+    -------
+    list of Metric
+    """
+    metrics = [item if isinstance(item, Metric) else get_metric(item, loss)
+               for item in _as_list(spec)]
+    names = [m.name for m in metrics]
+    for name in names:  # "loss" resolves to the loss's own name, which a Metric may take
+        if names.count(name) > 1:
+            raise ValueError(f"eval_metric names metric {name!r} twice")
+    return metrics

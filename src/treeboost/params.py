@@ -16,7 +16,7 @@ import numpy as np
 
 from ._dtypes import MAX_BINS
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
-from .metrics import METRICS
+from .metrics import METRICS, check_eval_metric
 from .modes import BOOSTING_MODES
 
 
@@ -163,7 +163,9 @@ PARAMS = [
     Param("validation_fraction", "float", 0.1, "Fraction of the training data held out "
           "for early stopping when no eval_set is given; None monitors the training data.",
           low=0.0, high=1.0, closed="neither", none_ok=True),
-    Param("eval_metric", "str", None, "Metric logged and monitored; None is the loss.",
+    Param("eval_metric", "str", None, "Metric(s) logged in evals_result_: None (the loss), "
+          "a name, a treeboost.metrics.Metric from make_metric(fn, higher_is_better=...) "
+          "or a list of these; early stopping monitors the first.",
           choices=("loss", *METRICS), none_ok=True),
     Param("importance_type", "str", "gain", "What feature_importances_ sums: split gain "
           "or number of splits.", choices=("gain", "split")),
@@ -254,6 +256,8 @@ def validate(values: dict, scope: str) -> None:
     for name, value in values.items():
         if name == "loss" and value is not None and not isinstance(value, str):
             _check_user_loss(value)  # the table's choices list the built-in names only
+        elif name == "eval_metric" and value is not None and not isinstance(value, str):
+            check_eval_metric(value)  # a Metric or a list: the choices are the names only
         elif name in table:
             table[name].check(value)
     if values.get("n_jobs") == 0:

@@ -29,11 +29,11 @@ from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
 from .binning import BinMapper, canonical_sparse
 from .booster import Booster, BoostingParams, EvalSet
-from .callbacks import EarlyStopping, EvaluationLogger
+from .callbacks import EarlyStopping, EvaluationLogger, check_callbacks
 from .dataset import as_pandas, categorical_mask, check_no_categories, frame_to_array
 from .grower import GrowerParams
 from .losses import get_loss
-from .metrics import check_metric, get_metric
+from .metrics import check_metric, get_metrics
 from .modes import check_mode
 from .sampling import make_streams
 
@@ -53,7 +53,7 @@ class _TreeBoostBase(BaseEstimator):
 
     # ---- fit -----------------------------------------------------------------
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            init_model=None):
+            init_model=None, callbacks=None):
         """Fit the gradient boosting model.
 
         Parameters
@@ -76,6 +76,15 @@ class _TreeBoostBase(BaseEstimator):
             the same random numbers as in one uninterrupted fit with this
             ``random_state``, so fitting 100 stages, saving, and continuing
             with 100 more gives the model of 200 stages at once.
+        callbacks : list of TrainingCallback, default=None
+            User callbacks (``treeboost.callbacks.TrainingCallback``):
+            ``before_training(booster)``, ``after_iteration(iteration,
+            evals_log) -> bool`` (True stops training after that stage, which
+            is kept) and ``after_training(booster)``. They run after the
+            built-in ones, at every hook: the ``verbose`` logger, then early
+            stopping (which rewinds to its best stage in ``after_training``),
+            then these in order. Without early stopping, a stop after stage
+            17 keeps 17 stages.
 
         Returns
         -------
@@ -84,6 +93,7 @@ class _TreeBoostBase(BaseEstimator):
         """
         values = self.get_params()
         _params.validate(values, self._scope)
+        callbacks = check_callbacks(callbacks)
         check_mode(self._boosting_params())
         previous = _continued.previous_model(self, init_model)
         if previous is not None and previous.warm:
@@ -91,15 +101,16 @@ class _TreeBoostBase(BaseEstimator):
             fitted = dict(self.__dict__)
             try:
                 return self._fit(X, y, sample_weight, eval_set, eval_sample_weight,
-                                 init_model, previous)
+                                 init_model, previous, callbacks)
             except BaseException:
                 self.__dict__.clear()
                 self.__dict__.update(fitted)
                 raise
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
-                         previous)
+                         previous, callbacks)
 
-    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, init_model, previous):
+    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, init_model, previous,
+             callbacks=()):
         """``fit`` after the parameter checks, continuing ``previous`` if not None."""
         X, y, sample_weight = self._check_training_data(X, y, sample_weight)
         shape = X.shape  # (rows of positive weight, features)
@@ -118,7 +129,8 @@ class _TreeBoostBase(BaseEstimator):
         X, y, sample_weight, eval_data = self._eval_data(X, y, sample_weight, eval_set,
                                                          eval_sample_weight, streams)
         with threads(self.n_jobs):
-            self._fit_booster(X, y, sample_weight, eval_data, loss, streams, previous)
+            self._fit_booster(X, y, sample_weight, eval_data, loss, streams, previous,
+                              callbacks)
         self._train_shape = shape  # what a warm start checks its data against
         return self
 
@@ -193,7 +205,8 @@ class _TreeBoostBase(BaseEstimator):
             eval_data.append(("validation", Xv, yv, wv))
         return X, y, sample_weight, eval_data
 
-    def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams, previous=None):
+    def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams, previous=None,
+                     user_callbacks=()):
         if sp.issparse(X):  # binning reads columns: convert once for fit and transform
             X = canonical_sparse(X, "csc")
         if previous is None:
@@ -207,19 +220,21 @@ class _TreeBoostBase(BaseEstimator):
         X_binned = bin_mapper.transform(X)
         eval_sets = [EvalSet(name, bin_mapper.transform(Xe), ye, we)
                      for name, Xe, ye, we in eval_data]
-        metric = get_metric(self.eval_metric, loss)
+        metrics = get_metrics(self.eval_metric, loss)
         early = self.n_iter_no_change is not None
         record_training = bool(self.verbose) or (early and not eval_sets)
-        callbacks = []
+        callbacks = []  # the documented order: logger, early stopping, the user's
         if self.verbose:
             callbacks.append(EvaluationLogger(self.verbose,
                                               n_estimators=booster.params.n_estimators))
         stopper = None
         if early:
             monitored = eval_sets[-1].name if eval_sets else "training"
-            stopper = EarlyStopping(monitored, metric.name, self.n_iter_no_change, self.tol,
-                                    metric.higher_is_better)
+            # the first metric only (LightGBM's first_metric_only, as the default)
+            stopper = EarlyStopping(monitored, metrics[0].name, self.n_iter_no_change,
+                                    self.tol, metrics[0].higher_is_better)
             callbacks.append(stopper)
+        callbacks.extend(user_callbacks)
         trace = [] if self.trace else None
         if self.trace:
             from .trace import SMALL_DATA_ROWS
@@ -230,13 +245,10 @@ class _TreeBoostBase(BaseEstimator):
                 warnings.warn(f"trace=True keeps {X_binned.shape[1]} rows per stage and "
                               "output; it is meant for small worked examples",
                               UserWarning, stacklevel=3)
-        evals = booster.fit(X_binned, y, sample_weight, streams, eval_sets, metric,
+        evals = booster.fit(X_binned, y, sample_weight, streams, eval_sets, metrics,
                             record_training, callbacks, trace)
-        if stopper is not None:
-            booster.truncate(stopper.best_iteration + 1)
-            self.best_iteration_ = stopper.best_iteration
-        else:
-            self.best_iteration_ = None
+        # the stopper's after_training kept the stages up to its best one
+        self.best_iteration_ = None if stopper is None else stopper.best_iteration
         self.evals_result_ = _continued.merged_log(previous, evals)
         if trace is not None:
             from .trace import trace_tables
@@ -679,11 +691,13 @@ n_features_in_ : int
 feature_names_in_ : ndarray of shape (n_features_in_,)
     Column names, when X had string column names.
 n_iter_ : int
-    Number of stages kept (the best one with early stopping).
+    Number of stages kept: with early stopping up to the best one, else every
+    stage trained (a callback's stop after stage 17 keeps 17).
 best_iteration_ : int or None
     0-based best stage under early stopping, else None.
 evals_result_ : dict
-    Metric values per stage, ``{data name: {metric name: [values]}}``.
+    Metric values per stage, ``{data name: {metric name: [values]}}``, one
+    entry per metric of ``eval_metric``.
 feature_importances_ : ndarray of shape (n_features_in_,)
     Gain share or split count of each feature.
 booster_ : Booster
