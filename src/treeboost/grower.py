@@ -34,6 +34,7 @@ from ._kernels.histogram import (
     build_root_histograms_multi,
 )
 from ._kernels.partition import partition_rows, partition_rows_serial
+from ._kernels.records import FeatureBins, RootHistograms, Scratch, SplitParams, TreeParams
 from ._kernels.sparse import build_histograms_sparse
 from ._kernels.splitting import (
     BIN,
@@ -72,7 +73,8 @@ def _serial_limits() -> tuple[int, int]:
 # buffer: n_features x N_BINS x 2 n_outputs float64
 _MULTI_ROOT_BYTES = 256 * 2**20
 _MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
-_NO_ROOT = (np.zeros((1, 1, 2), dtype=SUM_DTYPE), np.zeros((1, 1), dtype=SUM_DTYPE), -1)
+_NO_ROOT = RootHistograms(np.zeros((1, 1, 2), dtype=SUM_DTYPE),
+                          np.zeros((1, 1), dtype=SUM_DTYPE), -1)
 
 # Dense data with a bounded number of leaves and no per-node column sampling is
 # grown by one kernel call per tree (``_kernels.grower``); the Python loop below
@@ -169,12 +171,15 @@ class TreeGrower:
         self._pool: list[np.ndarray] = []
         self._split_out = np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
         self._split_bitsets = np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32)
+        self._feature_bins = FeatureBins(self.n_bins_non_missing, self.is_categorical,
+                                         MISSING_BIN)
         # float() every scalar: an int reg_lambda=1 would compile another signature
-        self._split_scalars = (
+        self._split_params = SplitParams(
             float(params.reg_lambda), float(params.reg_alpha), float(params.min_samples_leaf),
             float(params.min_child_weight), float(params.cat_l2), float(params.cat_smooth),
             int(params.max_cat_threshold), int(params.max_cat_to_onehot))
         self._hist_pool = None
+        self._tree = self._scratch = None
         self._multi_root = None
         # the grower lives inside one fit, whose thread count does not change
         self._serial_limits = _serial_limits()
@@ -214,9 +219,9 @@ class TreeGrower:
         # thousands of times per fit, and allocations were a visible share of it
         out = self._split_out[:features.size]
         bitsets = self._split_bitsets[:features.size]
-        find_best_splits(node.hist, features, self.n_bins_non_missing, self.is_categorical,
-                         MISSING_BIN, float(node.sum_g), float(node.sum_h), float(node.count),
-                         *self._split_scalars, out, bitsets, True)
+        find_best_splits(node.hist, features, self._feature_bins, float(node.sum_g),
+                         float(node.sum_h), float(node.count), self._split_params, out, bitsets,
+                         True)
         best = int(out[:, GAIN].argmax())  # first maximum: lowest feature wins ties
         gain = out[best, GAIN]
         if gain > p.min_split_gain and gain > 0.0:
@@ -342,17 +347,18 @@ class TreeGrower:
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
         this tree's index in it; by default the tree builds its own root histogram.
         """
-        p = self.params
-        max_leaves = self.leaf_capacity()
-        if self._hist_pool is None:
+        if self._tree is None:  # the records are built once per grower, i.e. per fit
+            p = self.params
+            max_leaves = self.leaf_capacity()
             self._hist_pool = self._allocate_hist_pool(max_leaves)
+            self._tree = TreeParams(max_leaves, -1 if p.max_depth is None else int(p.max_depth),
+                                    float(p.min_split_gain), *self._serial_limits)
+            self._scratch = Scratch(self._left_buffer, self._right_buffer, self._ordered_g,
+                                    self._ordered_h, self._split_out, self._split_bitsets,
+                                    self._hist_pool)
         return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
-                self.n_bins_non_missing, self.is_categorical, MISSING_BIN,
-                max_leaves, -1 if p.max_depth is None else int(p.max_depth),
-                float(p.min_split_gain), *self._split_scalars, *self._serial_limits,
-                self._left_buffer, self._right_buffer, self._ordered_g, self._ordered_h,
-                self._split_out, self._split_bitsets, self._hist_pool,
-                *(_NO_ROOT if root is None else (*root, int(output))),
+                self._feature_bins, self._tree, self._split_params, self._scratch,
+                _NO_ROOT if root is None else RootHistograms(*root, int(output)),
                 self._general(sample_indices.shape[0], features.shape[0], all_rows))
 
     def _general(self, n_rows: int, n_used: int, all_rows: bool):

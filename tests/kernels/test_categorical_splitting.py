@@ -14,6 +14,7 @@ from reference import (
     present_categories,
 )
 from treeboost._dtypes import G_H_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE, SUM_DTYPE
+from treeboost._kernels.records import FeatureBins, SplitParams
 from treeboost._kernels.splitting import (
     BIN,
     BITSET_WORDS,
@@ -46,11 +47,12 @@ def run(hist, n_bins_non_missing, totals, is_categorical=None, features=None, **
     out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
     bitsets = np.full((features.size, BITSET_WORDS), 0xDEADBEEF, dtype=np.uint32)
     sum_g, sum_h, count = (float(t) for t in totals)
-    find_best_splits(hist, features, np.asarray(n_bins_non_missing, dtype=NODE_DTYPE),
-                     is_categorical, MISSING_BIN, sum_g, sum_h, count,
-                     *(float(p[k]) for k in ("reg_lambda", "reg_alpha", "min_samples_leaf",
-                                             "min_child_weight", "cat_l2", "cat_smooth")),
-                     int(p["max_cat_threshold"]), int(p["max_cat_to_onehot"]), out, bitsets,
+    feature_bins = FeatureBins(np.asarray(n_bins_non_missing, dtype=NODE_DTYPE),
+                               is_categorical, MISSING_BIN)
+    split = SplitParams(*(float(p[k]) for k in ("reg_lambda", "reg_alpha", "min_samples_leaf",
+                                                "min_child_weight", "cat_l2", "cat_smooth")),
+                        int(p["max_cat_threshold"]), int(p["max_cat_to_onehot"]))
+    find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out, bitsets,
                      True)
     return out, bitsets
 

@@ -6,6 +6,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from reference import best_split, histogram
 from treeboost._dtypes import G_H_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE, SUM_DTYPE
+from treeboost._kernels.records import FeatureBins, SplitParams
 from treeboost._kernels.splitting import (
     BIN,
     BITSET_WORDS,
@@ -34,11 +35,13 @@ def run(hist, n_bins_non_missing, totals, features=None, **params):
     out = np.empty((features.size, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
     bitsets = np.full((features.size, BITSET_WORDS), 0xFFFFFFFF, dtype=np.uint32)
     sum_g, sum_h, count = (float(t) for t in totals)
-    find_best_splits(hist, features, np.asarray(n_bins_non_missing, dtype=NODE_DTYPE),
-                     np.zeros(hist.shape[0], dtype=np.uint8), MISSING_BIN, sum_g, sum_h,
-                     count, float(p["reg_lambda"]), float(p["reg_alpha"]),
-                     float(p["min_samples_leaf"]), float(p["min_child_weight"]), 7.0, 3.0, 5,
-                     2, out, bitsets, None)
+    feature_bins = FeatureBins(np.asarray(n_bins_non_missing, dtype=NODE_DTYPE),
+                               np.zeros(hist.shape[0], dtype=np.uint8), MISSING_BIN)
+    split = SplitParams(float(p["reg_lambda"]), float(p["reg_alpha"]),
+                        float(p["min_samples_leaf"]), float(p["min_child_weight"]), 7.0, 3.0,
+                        5, 2)
+    find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out, bitsets,
+                     None)
     assert not bitsets.any()
     return out
 

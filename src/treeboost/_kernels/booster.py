@@ -24,13 +24,8 @@ _FLOAT64_MAX = 1.7976931348623157e308
 
 @kernel
 def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                     n_bins_non_missing, is_categorical, missing_bin, max_leaf_nodes,
-                     max_depth, min_split_gain, reg_lambda, reg_alpha, min_samples_leaf,
-                     min_child_weight, cat_l2, cat_smooth, max_cat_threshold,
-                     max_cat_to_onehot, serial_partition_rows, serial_histogram_updates,
-                     left_buffer, right_buffer, ordered_gradient, ordered_hessian, split_out,
-                     split_bitsets, hist_pool, root_multi, root_counts, output, general,
-                     max_delta_step, shrinkage, bin_edges, n_edges, outside, raw_score):
+                     feature_bins, tree, split, scratch, root, general, max_delta_step,
+                     shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
     # the arguments up to general are grow_tree's
     # max_delta_step: float, np.inf for none; shrinkage: float
@@ -39,13 +34,11 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     # raw_score: float64 (n_samples,), this tree's output                      # IN/OUT
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
      right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
-        X_binned, gradient, hessian, sample_indices, features, all_rows, n_bins_non_missing,
-        is_categorical, missing_bin, max_leaf_nodes, max_depth, min_split_gain, reg_lambda,
-        reg_alpha, min_samples_leaf, min_child_weight, cat_l2, cat_smooth,
-        max_cat_threshold, max_cat_to_onehot, serial_partition_rows,
-        serial_histogram_updates, left_buffer, right_buffer, ordered_gradient,
-        ordered_hessian, split_out, split_bitsets, hist_pool, root_multi, root_counts, output,
-        general)
+        X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
+        split, scratch, root, general)
+    reg_lambda = split.reg_lambda
+    reg_alpha = split.reg_alpha
+    missing_bin = feature_bins.missing_bin
     value = np.empty(feature.shape[0], dtype=np.float64)
     threshold = np.empty(feature.shape[0], dtype=np.float64)
     for j in range(feature.shape[0]):  # np.zeros would compile one more implementation

@@ -20,6 +20,7 @@ import numpy as np
 from ._jit import kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
+from .records import Nodes
 from .splitting import (
     BIN,
     BITSET_WORDS,
@@ -77,46 +78,33 @@ def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin)
 
 
 @kernel
-def _build_node_histogram(X_binned, rows, gradient, hessian, features, n_bins_non_missing,
-                          missing_bin, ordered_gradient, ordered_hessian, hist,
-                          serial_histogram_updates, general):
+def _build_node_histogram(X_binned, rows, gradient, hessian, features, feature_bins, scratch,
+                          hist, serial_histogram_updates, general):
     """Zero ``hist``'s used bins and build it from ``rows`` (serial below the threshold).
 
     ``general`` None: the caller knows no node reaches the threshold, and the
     parallel kernel is left out of this specialisation (see ``grow_tree``).
     """
-    _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
+    _zero_used_bins(hist, features, feature_bins.n_bins_non_missing, feature_bins.missing_bin)
     if general is not None and rows.shape[0] * features.shape[0] >= serial_histogram_updates:
-        build_histograms(X_binned, rows, gradient, hessian, features, ordered_gradient,
-                         ordered_hessian, hist)
+        build_histograms(X_binned, rows, gradient, hessian, features, scratch.ordered_gradient,
+                         scratch.ordered_hessian, hist)
     else:
         build_histograms_serial(X_binned, rows, gradient, hessian, features,
-                                ordered_gradient, ordered_hessian, hist)
+                                scratch.ordered_gradient, scratch.ordered_hessian, hist)
 
 
 @kernel
-def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
-              n_bins_non_missing, is_categorical, missing_bin, max_leaf_nodes, max_depth,
-              min_split_gain, reg_lambda, reg_alpha, min_samples_leaf, min_child_weight,
-              cat_l2, cat_smooth, max_cat_threshold, max_cat_to_onehot,
-              serial_partition_rows, serial_histogram_updates,
-              left_buffer, right_buffer, ordered_gradient, ordered_hessian,
-              split_out, split_bitsets, hist_pool, root_multi, root_counts, output,
-              general):
+def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins,
+              tree, split, scratch, root, general):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major        # IN
     # gradient, hessian: float32 (n_samples,)                        # IN
     # sample_indices: uint32 (n_rows,)                               # IN/OUT, grouped by leaf
     # features: int32 (n_used,)                                      # IN
-    # n_bins_non_missing: int32, is_categorical: uint8 (n_features,) # IN
-    # max_leaf_nodes >= 2; max_depth < 0 means unlimited
-    # left_buffer, right_buffer: uint32 (>= n_rows,)                 # scratch
-    # ordered_gradient, ordered_hessian: float32 (>= n_rows,)        # scratch
-    # split_out: float64 (>= n_used, N_SPLIT_COLUMNS)                # scratch
-    # split_bitsets: uint32 (>= n_used, BITSET_WORDS)                # scratch
-    # hist_pool: float64 (max_leaf_nodes, n_features, n_bins, 3)     # scratch
-    # root_multi, root_counts: a stage's root histograms of every output
-    # (histogram.build_root_histograms_multi), used when output >= 0    # IN
+    # all_rows: whether sample_indices is every row (the root histogram then
+    # reads the rows without indirection)
+    # feature_bins, tree, split, scratch, root: records (records.py)  # IN, scratch
     # general: True, or None for a lean tree: no categorical feature, and no node
     # past the root reaches the parallel partition or histogram thresholds (the
     # caller's promise, TreeGrower.kernel_arguments). Numba prunes the branches
@@ -124,6 +112,11 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     # compiles neither the parallel node kernels nor the categorical split search:
     # a small numerical fit, a new user's first, compiles in about half the time
     # (benchmarks/bench_first_fit.py).
+    n_bins_non_missing = feature_bins.n_bins_non_missing
+    is_categorical = feature_bins.is_categorical
+    missing_bin = feature_bins.missing_bin
+    max_leaf_nodes = tree.max_leaf_nodes
+    hist_pool = scratch.hist_pool
     capacity = 2 * max_leaf_nodes - 1
     n_used = features.shape[0]
     # np.empty and one loop of initial values: np.full and np.zeros compile an
@@ -182,6 +175,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     free_slots = np.empty(max_leaf_nodes, dtype=np.int64)  # a stack: slot 0 on top
     for j in range(max_leaf_nodes):
         free_slots[j] = max_leaf_nodes - 1 - j
+    nodes = Nodes(depth, count, sum_g, sum_h, slot, split_gain, split_feature, split_bin,
+                  split_ml, split_gl, split_hl, split_cl, split_bitset, candidate)
     n_free = max_leaf_nodes
 
     # ---- root ------------------------------------------------------------------
@@ -191,16 +186,16 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     n_free -= 1
     slot[0] = free_slots[n_free]
     hist = hist_pool[slot[0]]
-    if output >= 0:
-        _copy_root(hist, root_multi, root_counts, output, features, n_bins_non_missing,
+    if root.output >= 0:
+        _copy_root(hist, root.multi, root.counts, root.output, features, n_bins_non_missing,
                    missing_bin)
-    elif all_rows and n_rows * n_used >= serial_histogram_updates:
+    elif all_rows and n_rows * n_used >= tree.serial_histogram_updates:
         _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
         build_histograms_root(X_binned, gradient, hessian, features, hist)
     else:
         _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
-                              n_bins_non_missing, missing_bin, ordered_gradient,
-                              ordered_hessian, hist, serial_histogram_updates, general)
+                              feature_bins, scratch, hist, tree.serial_histogram_updates,
+                              general)
     g0 = 0.0
     h0 = 0.0
     f0 = features[0]
@@ -214,16 +209,11 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
     sum_h[0] = h0
     # node ids as int64 values, not the literals 0, 1 or -1: a kernel called with a
     # literal argument compiles a specialisation of its own for it
-    root = np.int64(0)
+    root_node = np.int64(0)
     n_nodes = np.int64(1)
-    _consider(root, depth, count, sum_h, sum_g, slot, hist_pool, features, n_used,
-              n_bins_non_missing, is_categorical, missing_bin, max_depth, min_samples_leaf,
-              min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
-              max_cat_threshold, max_cat_to_onehot, split_out, split_bitsets, split_gain,
-              split_feature, split_bin, split_ml, split_gl, split_hl, split_cl,
-              split_bitset, candidate, general)
+    _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general)
     if candidate[0] == 0:
-        n_free = _release(root, slot, free_slots, n_free)
+        n_free = _release(root_node, slot, free_slots, n_free)
 
     # ---- best-first growth -----------------------------------------------------------
     n_leaves = 1
@@ -239,15 +229,16 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
         candidate[node] = 0
         f = split_feature[node]
         rows = sample_indices[start[node]:stop[node]]
-        if general is not None and rows.shape[0] >= serial_partition_rows:
+        if general is not None and rows.shape[0] >= tree.serial_partition_rows:
             n_left = partition_rows(rows, X_binned, f, is_categorical[f] == 1,
                                     split_bin[node], split_ml[node] == 1, missing_bin,
-                                    split_bitset[node], left_buffer, right_buffer)
+                                    split_bitset[node], scratch.left_buffer,
+                                    scratch.right_buffer)
         else:
             n_left = partition_rows_serial(rows, X_binned, f, is_categorical[f] == 1,
                                            split_bin[node], split_ml[node] == 1,
-                                           missing_bin, split_bitset[node], left_buffer,
-                                           right_buffer)
+                                           missing_bin, split_bitset[node],
+                                           scratch.left_buffer, scratch.right_buffer)
         feature[node] = f
         bin_threshold[node] = split_bin[node]
         missing_left[node] = split_ml[node]
@@ -275,31 +266,25 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
         depth[rc] = depth[node] + 1
         n_leaves += 1
         if n_leaves < max_leaf_nodes and (
-                _can_split(lc, depth, count, sum_h, max_depth, min_samples_leaf,
-                           min_child_weight)
-                or _can_split(rc, depth, count, sum_h, max_depth, min_samples_leaf,
-                              min_child_weight)):
+                _can_split(lc, depth, count, sum_h, tree.max_depth, split.min_samples_leaf,
+                           split.min_child_weight)
+                or _can_split(rc, depth, count, sum_h, tree.max_depth, split.min_samples_leaf,
+                              split.min_child_weight)):
             small, large = (lc, rc) if count[lc] <= count[rc] else (rc, lc)
             n_free -= 1
             slot[small] = free_slots[n_free]
             small_hist = hist_pool[slot[small]]
             _build_node_histogram(X_binned, sample_indices[start[small]:stop[small]],
-                                  gradient, hessian, features, n_bins_non_missing,
-                                  missing_bin, ordered_gradient, ordered_hessian, small_hist,
-                                  serial_histogram_updates, general)
+                                  gradient, hessian, features, feature_bins, scratch,
+                                  small_hist, tree.serial_histogram_updates, general)
             # the larger child's histogram is the parent's minus the smaller's
             slot[large] = slot[node]
             slot[node] = -1
             _subtract_used_bins(hist_pool[slot[large]], small_hist, features,
                                 n_bins_non_missing, missing_bin)
             for child in range(lc, rc + 1):  # left, then right
-                _consider(child, depth, count, sum_h, sum_g, slot, hist_pool, features,
-                          n_used, n_bins_non_missing, is_categorical, missing_bin, max_depth,
-                          min_samples_leaf, min_child_weight, min_split_gain, reg_lambda,
-                          reg_alpha, cat_l2, cat_smooth, max_cat_threshold,
-                          max_cat_to_onehot, split_out, split_bitsets, split_gain,
-                          split_feature, split_bin, split_ml, split_gl, split_hl, split_cl,
-                          split_bitset, candidate, general)
+                _consider(child, nodes, features, feature_bins, tree, split, scratch,
+                          general)
                 if candidate[child] == 0:
                     n_free = _release(child, slot, free_slots, n_free)
         n_free = _release(node, slot, free_slots, n_free)
@@ -326,35 +311,31 @@ def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child
 
 
 @kernel
-def _consider(node, depth, count, sum_h, sum_g, slot, hist_pool, features, n_used,
-              n_bins_non_missing, is_categorical, missing_bin, max_depth, min_samples_leaf,
-              min_child_weight, min_split_gain, reg_lambda, reg_alpha, cat_l2, cat_smooth,
-              max_cat_threshold, max_cat_to_onehot, split_out, split_bitsets, split_gain,
-              split_feature, split_bin, split_ml, split_gl, split_hl, split_cl, split_bitset,
-              candidate, general):
+def _consider(node, nodes, features, feature_bins, tree, split, scratch, general):
     """Find ``node``'s best split; mark it a candidate if the gain is worth a split."""
-    if slot[node] < 0 or not _can_split(node, depth, count, sum_h, max_depth,
-                                        min_samples_leaf, min_child_weight):
+    if nodes.slot[node] < 0 or not _can_split(node, nodes.depth, nodes.count, nodes.sum_h,
+                                              tree.max_depth, split.min_samples_leaf,
+                                              split.min_child_weight):
         return
-    out = split_out[:n_used]
-    bitsets = split_bitsets[:n_used]
-    find_best_splits(hist_pool[slot[node]], features, n_bins_non_missing, is_categorical,
-                     missing_bin, sum_g[node], sum_h[node], float(count[node]), reg_lambda,
-                     reg_alpha, min_samples_leaf, min_child_weight, cat_l2, cat_smooth,
-                     max_cat_threshold, max_cat_to_onehot, out, bitsets, general)
+    n_used = features.shape[0]
+    out = scratch.split_out[:n_used]
+    bitsets = scratch.split_bitsets[:n_used]
+    find_best_splits(scratch.hist_pool[nodes.slot[node]], features, feature_bins,
+                     nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
+                     out, bitsets, general)
     best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
     for k in range(1, n_used):
         if out[k, GAIN] > out[best, GAIN]:
             best = k
     value = out[best, GAIN]
-    if value > min_split_gain and value > 0.0:
-        candidate[node] = 1
-        split_gain[node] = value
-        split_feature[node] = features[best]
-        split_bin[node] = np.int64(out[best, BIN])
-        split_ml[node] = np.int64(out[best, MISSING_LEFT])
-        split_gl[node] = out[best, LEFT_G]
-        split_hl[node] = out[best, LEFT_H]
-        split_cl[node] = np.int64(out[best, LEFT_C])
+    if value > tree.min_split_gain and value > 0.0:
+        nodes.candidate[node] = 1
+        nodes.split_gain[node] = value
+        nodes.split_feature[node] = features[best]
+        nodes.split_bin[node] = np.int64(out[best, BIN])
+        nodes.split_ml[node] = np.int64(out[best, MISSING_LEFT])
+        nodes.split_gl[node] = out[best, LEFT_G]
+        nodes.split_hl[node] = out[best, LEFT_H]
+        nodes.split_cl[node] = np.int64(out[best, LEFT_C])
         for w in range(BITSET_WORDS):
-            split_bitset[node, w] = bitsets[best, w]
+            nodes.split_bitset[node, w] = bitsets[best, w]

@@ -239,21 +239,23 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
 
 
 @kernel
-def find_best_splits(hist, features, n_bins_non_missing, is_categorical, missing_bin,
-                     sum_g, sum_h, count, reg_lambda, reg_alpha, min_samples_leaf,
-                     min_child_weight, cat_l2, cat_smooth, max_cat_threshold,
-                     max_cat_to_onehot, out, out_bitset, general):
+def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out,
+                     out_bitset, general):
     """Best split of each listed feature: threshold and missing side, or category set."""
     # hist: float64 (n_features, n_bins, 3)          # IN
     # features: int32 (n_used,)                       # IN, candidate features
-    # n_bins_non_missing: int32 (n_features,)         # IN
-    # is_categorical: uint8 (n_features,)             # IN
+    # feature_bins: records.FeatureBins               # IN
+    # split: records.SplitParams                      # IN
     # out: float64 (n_used, N_SPLIT_COLUMNS)          # OUT, gain -inf if none
     # out_bitset: uint32 (n_used, BITSET_WORDS)       # OUT, left categories
     # general: True, or None when no feature is categorical, which compiles the
     # categorical scan out of this specialisation (grower.grow_tree)
     # serial on purpose: a node's scan is a few thousand bins, far less work
     # than waking a thread pool for it
+    n_bins_non_missing = feature_bins.n_bins_non_missing
+    missing_bin = feature_bins.missing_bin
+    reg_lambda = split.reg_lambda
+    reg_alpha = split.reg_alpha
     parent = leaf_score(sum_g, sum_h, reg_lambda, reg_alpha)
     n_slots = hist.shape[1] + 1
     cats = np.empty(n_slots, dtype=np.int64)
@@ -261,14 +263,14 @@ def find_best_splits(hist, features, n_bins_non_missing, is_categorical, missing
     order = np.empty(n_slots, dtype=np.int64)
     for k in range(features.shape[0]):
         f = features[k]
-        if general is not None and is_categorical[f]:
+        if general is not None and feature_bins.is_categorical[f]:
             _best_categorical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h,
-                              count, reg_lambda, reg_alpha, min_samples_leaf,
-                              min_child_weight, parent, cat_l2, cat_smooth,
-                              max_cat_threshold, max_cat_to_onehot, out[k], out_bitset[k],
-                              cats, ratio, order)
+                              count, reg_lambda, reg_alpha, split.min_samples_leaf,
+                              split.min_child_weight, parent, split.cat_l2, split.cat_smooth,
+                              split.max_cat_threshold, split.max_cat_to_onehot, out[k],
+                              out_bitset[k], cats, ratio, order)
         else:
             out_bitset[k, :] = 0
             _best_numerical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h, count,
-                            reg_lambda, reg_alpha, min_samples_leaf, min_child_weight, parent,
-                            out[k])
+                            reg_lambda, reg_alpha, split.min_samples_leaf,
+                            split.min_child_weight, parent, out[k])

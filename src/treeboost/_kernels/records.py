@@ -1,0 +1,50 @@
+"""Kernel arguments grouped by concern: one typed record (a named tuple) each.
+
+The tree kernels took 33-38 positional arguments, so adding one tree
+parameter touched every call site in six files. A record groups what
+travels together; Numba types a named tuple by its fields (one signature as
+long as the fields' types are fixed, which the Python side ensures with
+``float()``/``int()``), passes it between kernels by value, and caches
+kernels that take one. A new parameter is a field here, its value where the
+grower builds the record, and its use in the kernel.
+"""
+
+from collections import namedtuple
+
+#: what a node's split search and partition need to know of the features:
+#: n_bins_non_missing int32 (n_features,), is_categorical uint8 (n_features,),
+#: missing_bin int (the bin of missing values and unseen categories)
+FeatureBins = namedtuple("FeatureBins", ["n_bins_non_missing", "is_categorical",
+                                         "missing_bin"])
+
+#: split-search parameters (floats, then the two ints of the categorical scan)
+SplitParams = namedtuple("SplitParams", [
+    "reg_lambda", "reg_alpha", "min_samples_leaf", "min_child_weight", "cat_l2",
+    "cat_smooth", "max_cat_threshold", "max_cat_to_onehot"])
+
+#: tree shape, and the node sizes from which the parallel kernels are used:
+#: max_leaf_nodes >= 2; max_depth < 0 for none; min_split_gain float;
+#: serial_partition_rows, serial_histogram_updates ints
+TreeParams = namedtuple("TreeParams", [
+    "max_leaf_nodes", "max_depth", "min_split_gain", "serial_partition_rows",
+    "serial_histogram_updates"])
+
+#: a grower's scratch buffers, reused tree after tree:
+#: left_buffer, right_buffer uint32 (>= n_rows,); ordered_gradient, ordered_hessian
+#: float32 (>= n_rows,); split_out float64 (n_features, N_SPLIT_COLUMNS);
+#: split_bitsets uint32 (n_features, BITSET_WORDS); hist_pool float64
+#: (max_leaf_nodes, n_features, n_bins, 3)
+Scratch = namedtuple("Scratch", [
+    "left_buffer", "right_buffer", "ordered_gradient", "ordered_hessian", "split_out",
+    "split_bitsets", "hist_pool"])
+
+#: a stage's shared root histograms of every output (histogram.build_root_histograms_multi):
+#: multi float64 (n_features, n_bins, 2 n_outputs), counts float64 (n_features, n_bins),
+#: output: this tree's output in them, or -1 for a tree that builds its own root
+RootHistograms = namedtuple("RootHistograms", ["multi", "counts", "output"])
+
+#: the per-node state of a tree being grown (arrays indexed by node id), built
+#: inside grow_tree and handed to the helpers that read and update it
+Nodes = namedtuple("Nodes", [
+    "depth", "count", "sum_g", "sum_h", "slot", "split_gain", "split_feature", "split_bin",
+    "split_ml", "split_gl", "split_hl", "split_cl", "split_bitset", "candidate"])
