@@ -11,8 +11,9 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from treeboost import TreeBoostClassifier, TreeBoostRegressor, load_model
+from treeboost._estimator_io import save_model
 from treeboost.exceptions import ModelFormatError
-from treeboost.serialization import _canonical, save_model
+from treeboost.serialization import ESTIMATOR_FIELDS, _canonical, load_booster, save_booster
 
 N_ROWS, N_FEATURES = 300, 5
 # one thread: these tests are about the file, and parallel regions only cost time on tiny data
@@ -279,3 +280,37 @@ def test_error_names_the_file(tmp_path):
         _load_text(tmp_path, "{")
     with pytest.raises(FileNotFoundError):
         load_model(tmp_path / "missing.json")
+
+
+# ---- the engine level: a Booster alone ----------------------------------------------------
+def test_booster_round_trip_without_estimator(fitted, tmp_path):
+    est, X = fitted
+    path = tmp_path / "booster.json"
+    save_booster(est.booster_, path)
+    booster = load_booster(path)
+    assert np.array_equal(booster.predict_raw(X), est.booster_.predict_raw(X))  # bit for bit
+    assert booster.seed == est.booster_.seed
+    assert booster.params.boosting == est.booster_.params.boosting
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["estimator"] is None
+    assert doc["params"]["max_bins"] == est.max_bins
+    save_booster(booster, tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
+    with pytest.raises(ModelFormatError, match="booster.json: .*Booster without an estimator"):
+        load_model(path)
+
+
+def test_estimator_file_loads_as_booster(fitted, tmp_path):
+    est, X = fitted
+    est.save_model(tmp_path / "m.json")
+    booster, fields = load_booster(tmp_path / "m.json", return_metadata=True)
+    assert np.array_equal(booster.predict_raw(X), est.booster_.predict_raw(X))
+    assert fields["estimator"] == type(est).__name__
+    assert set(fields) == set(ESTIMATOR_FIELDS)
+
+
+def test_booster_metadata_must_have_the_estimator_fields(fitted, tmp_path):
+    est, _ = fitted
+    with pytest.raises(ValueError, match="estimator metadata must have the keys"):
+        save_booster(est.booster_, tmp_path / "m.json", estimator={"estimator": "X"})
+    assert not os.listdir(tmp_path)

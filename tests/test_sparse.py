@@ -11,9 +11,8 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from treeboost import TreeBoostClassifier, TreeBoostRegressor
+from treeboost import TreeBoostClassifier, TreeBoostRegressor, load_model
 from treeboost.binning import BinMapper, _feature_edges, _value_counts, canonical_sparse
-from treeboost.serialization import load_model
 
 
 def make_sparse(n=3000, p=12, density=0.08, seed=0, nan=True):

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._estimator_io import load_model
+
 
 @dataclass
 class Previous:
@@ -41,8 +43,6 @@ class Previous:
 
 def _load(init_model, estimator):
     if isinstance(init_model, (str, os.PathLike)):
-        from .serialization import load_model
-
         init_model = load_model(init_model)
     if type(init_model) is not type(estimator):
         raise TypeError(f"init_model must be a fitted {type(estimator).__name__} or the path "

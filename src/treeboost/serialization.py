@@ -1,12 +1,18 @@
-"""Model files: a fitted estimator as a documented, versioned JSON document (SPEC §4).
+"""Model files: a fitted Booster as a documented, versioned JSON document (SPEC §4).
 
-The last stop of the data flow: ``save_model`` writes what prediction needs
-(parameters, loss, F0, bin edges, trees, training history) and ``load_model``
-rebuilds a fitted ``TreeBoostRegressor``/``TreeBoostClassifier``. Predictions
-after a round trip are bit-identical: floats are written with ``repr``, the
-shortest text that reads back as the same float64. The fields are documented
-in the README ("Model file format"); ``checksum`` is the SHA-256 of the
-canonical JSON (sorted keys, no spaces) of every other field.
+The last stop of the data flow, at the engine level: ``save_booster`` writes
+what a ``Booster`` needs to predict and to continue training (its parameters,
+loss, F0, bin edges, trees, seed and DART stage weights) together with an
+opaque, JSON-safe ``estimator`` dict that the caller supplies, and
+``load_booster`` reads both back. The estimators are clients:
+``treeboost._estimator_io`` fills and reads the ``estimator`` fields (class
+name, constructor parameters, classes, feature names, training history) and
+rebuilds a fitted ``TreeBoostRegressor``/``TreeBoostClassifier``; this module
+imports no estimator. Predictions after a round trip are bit-identical: floats
+are written with ``repr``, the shortest text that reads back as the same
+float64. The fields are documented in the README ("Model file format");
+``checksum`` is the SHA-256 of the canonical JSON (sorted keys, no spaces) of
+every other field.
 
 Loading parses JSON only (no pickle, no eval) and validates the whole document
 before building any object; every problem is a ``ModelFormatError``.
@@ -21,33 +27,37 @@ import math
 import numbers
 import os
 import secrets
+from dataclasses import fields
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from . import params as _params
 from ._dtypes import NODE_DTYPE, X_DTYPE
+from ._version import __version__
 from .binning import BinMapper
-from .booster import Booster
+from .booster import Booster, BoostingParams
 from .exceptions import ModelFormatError
+from .grower import GrowerParams
 from .losses import CLASSIFICATION_LOSSES, available_losses, get_loss
-from .sklearn import TreeBoostClassifier, TreeBoostRegressor
 from .tree import TREE_FIELDS, Tree
 
 FORMAT = "treeboost-model"
 FORMAT_VERSION = 1
-#: versions ``load_model`` reads
+#: versions ``load_booster`` reads
 SUPPORTED_VERSIONS = (1,)
-ESTIMATORS = {"TreeBoostRegressor": TreeBoostRegressor,
-              "TreeBoostClassifier": TreeBoostClassifier}
 REQUIRED_KEYS = ("treeboost_version", "estimator", "params", "loss", "n_features",
                  "feature_names", "pandas_categories", "classes", "init_score", "bin_mapper",
                  "trees", "n_iter", "best_iteration", "evals_result")
+#: the fields that belong to the caller (the estimator around the Booster), written
+#: as given and returned as read; "params" also holds the Booster's parameters
+ESTIMATOR_FIELDS = ("estimator", "params", "feature_names", "pandas_categories", "classes",
+                    "best_iteration", "evals_result")
+#: the Booster's parameters, stored in "params" under the estimators' names
+_BOOSTING_FIELDS = tuple(f.name for f in fields(BoostingParams) if f.name != "grower")
+_GROWER_FIELDS = tuple(f.name for f in fields(GrowerParams))
 #: tree fields as stored: the categorical bitset is written as each node's list
 #: of bins that go left (empty for numerical splits and leaves)
 _JSON_TREE_FIELDS = [n for n in TREE_FIELDS if n != "cat_bitset"] + ["cat_left_bins"]
-#: label kinds of "classes", and the numpy dtype kinds each may be restored as
-_CLASS_KINDS = {"int": "iu", "float": "f", "bool": "b", "str": "UO"}
 _INT32 = np.iinfo(NODE_DTYPE)
 
 
@@ -58,12 +68,30 @@ def _canonical(payload: dict) -> bytes:
 
 
 # ---- saving -------------------------------------------------------------------------------
-def _plain(value, where: str):
-    """``value`` as plain JSON types; refuse non-finite floats and unknown objects."""
+def to_json(value, where: str):
+    """``value`` as plain JSON types; refuse non-finite floats and unknown objects.
+
+    Parameters
+    ----------
+    value : object
+        Nested dicts, lists, tuples, arrays, strings, numbers, booleans, None.
+    where : str
+        What ``value`` is, for the error message.
+
+    Returns
+    -------
+    object
+        The same structure made of dict, list, str, int, float, bool and None.
+
+    Raises
+    ------
+    ValueError
+        If a float is not finite or an object has no JSON form.
+    """
     if isinstance(value, dict):
-        return {str(k): _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return {str(k): to_json(v, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if value is None or isinstance(value, (bool, np.bool_)):
         return None if value is None else bool(value)
     if isinstance(value, str):
@@ -84,17 +112,6 @@ def _finite_list(arr: np.ndarray, where: str) -> list:
     return arr.tolist()
 
 
-def _classes_to_json(classes: np.ndarray) -> dict:
-    values = classes.tolist()
-    kind = {"i": "int", "u": "int", "f": "float", "b": "bool", "U": "str"}.get(classes.dtype.kind)
-    if classes.dtype.kind == "O" and all(isinstance(v, str) for v in values):
-        kind = "str"  # pandas and object arrays of strings
-    if kind is None:
-        raise ValueError(f"cannot save class labels of dtype {classes.dtype} with values "
-                         f"{values[:5]}: int, float, bool and str labels are supported")
-    return {"kind": kind, "dtype": classes.dtype.str, "values": _plain(values, "classes_")}
-
-
 def _tree_to_json(tree: Tree, where: str) -> dict:
     out = {name: _finite_list(arr, f"{where} {name}") if arr.dtype.kind == "f"
            else arr.tolist() for name, arr in ((n, getattr(tree, n)) for n in TREE_FIELDS)
@@ -104,30 +121,38 @@ def _tree_to_json(tree: Tree, where: str) -> dict:
     return out
 
 
-def _payload(estimator) -> dict:
-    """Every field but the checksum, as plain JSON values."""
-    from . import __version__
+def _flat_params(booster: Booster) -> dict:
+    """A Booster's parameters and ``max_bins`` under the estimators' names."""
+    flat = {name: getattr(booster.params, name) for name in _BOOSTING_FIELDS}
+    flat.update((name, getattr(booster.params.grower, name)) for name in _GROWER_FIELDS)
+    flat["max_bins"] = booster.bin_mapper.max_bins
+    return dict(sorted(flat.items()))
 
-    check_is_fitted(estimator, "_booster")
-    name = next((n for n, cls in ESTIMATORS.items() if isinstance(estimator, cls)), None)
-    if name is None:
-        raise TypeError(f"cannot save a {type(estimator).__name__}: not a treeboost estimator")
-    booster, bm = estimator._booster, estimator._booster.bin_mapper
-    params = estimator.get_params()
-    if isinstance(params.get("random_state"), np.random.RandomState):
-        params["random_state"] = None  # its state is not part of the fitted model
-    names = getattr(estimator, "feature_names_in_", None)
+
+def _bare_metadata(booster: Booster) -> dict:
+    """The estimator fields of a file that holds a Booster alone."""
+    return {"estimator": None, "params": _flat_params(booster), "feature_names": None,
+            "pandas_categories": [], "classes": None, "best_iteration": None,
+            "evals_result": {}}
+
+
+def _payload(booster: Booster, estimator: dict | None) -> dict:
+    """Every field but the checksum, as plain JSON values, in the order of the file."""
+    meta = _bare_metadata(booster) if estimator is None else estimator
+    if set(meta) != set(ESTIMATOR_FIELDS):
+        raise ValueError(f"cannot save the model: the estimator metadata must have the keys "
+                         f"{list(ESTIMATOR_FIELDS)}, got {sorted(meta)}")
+    meta = {key: to_json(value, key) for key, value in meta.items()}
+    bm = booster.bin_mapper
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION, "treeboost_version": __version__,
-        "estimator": name, "params": _plain(params, "params"),
+        "estimator": meta["estimator"], "params": meta["params"],
         "loss": {"name": booster.loss.name,
-                 "params": _plain(booster.loss.get_params(), "loss params")},
-        "n_features": int(estimator.n_features_in_),
-        "feature_names": None if names is None else [str(n) for n in names],
-        "pandas_categories": [[int(j), _plain(list(c), f"categories of column {j}")]
-                              for j, c in sorted(estimator.pandas_categories_.items())],
-        "classes": _classes_to_json(estimator.classes_) if name == "TreeBoostClassifier"
-        else None,
+                 "params": to_json(booster.loss.get_params(), "loss params")},
+        "n_features": booster.n_features,
+        "feature_names": meta["feature_names"],
+        "pandas_categories": meta["pandas_categories"],
+        "classes": meta["classes"],
         "init_score": _finite_list(np.asarray(booster.init_score), "init_score"),
         "bin_mapper": {
             "max_bins": int(bm.max_bins),
@@ -138,8 +163,8 @@ def _payload(estimator) -> dict:
         "trees": [[_tree_to_json(t, f"tree {m}/{k}") for k, t in enumerate(stage)]
                   for m, stage in enumerate(booster.trees)],
         "n_iter": len(booster.trees),
-        "best_iteration": _plain(estimator.best_iteration_, "best_iteration_"),
-        "evals_result": _plain(estimator.evals_result_, "evals_result_"),
+        "best_iteration": meta["best_iteration"],
+        "evals_result": meta["evals_result"],
         # optional (absent from older files): what continued training needs beyond the
         # trees, the seed of the stages' random streams and DART's stage weights
         "seed": None if booster.seed is None else int(booster.seed),
@@ -200,43 +225,59 @@ def _write_atomic(path: str, text: str) -> None:
         raise
 
 
-def save_model(estimator, path) -> None:
-    """Write a fitted estimator to ``path`` as a versioned JSON model file.
+def save_booster(booster: Booster, path, *, estimator: dict | None = None) -> None:
+    """Write a fitted Booster to ``path`` as a versioned JSON model file.
+
+    The engine-level writer: ``TreeBoostRegressor.save_model`` and
+    ``TreeBoostClassifier.save_model`` call it with their own ``estimator``
+    metadata. The file holds everything the Booster needs to predict and to
+    continue training (loss, F0, bins, trees, parameters, seed, DART stage
+    weights); ``estimator`` is written as is, in the fields of the format that
+    belong to the caller.
 
     Parameters
     ----------
-    estimator : TreeBoostRegressor or TreeBoostClassifier
-        A fitted estimator.
+    booster : Booster
+        A fitted booster.
     path : str or path-like
         Destination; written to a temporary file in the same directory and
         renamed, so an interrupted save never leaves a partial file.
+    estimator : dict, default=None
+        JSON-safe metadata of the estimator around the booster, with exactly
+        the keys of ``ESTIMATOR_FIELDS``: ``"estimator"`` (class name),
+        ``"params"`` (its constructor parameters, which must hold the
+        Booster's parameters under the same names), ``"feature_names"``,
+        ``"pandas_categories"``, ``"classes"``, ``"best_iteration"`` and
+        ``"evals_result"``. None writes a bare Booster: ``"estimator"`` is
+        null and ``"params"`` holds the Booster's parameters.
+
+        .. versionadded:: 0.1.0
 
     Raises
     ------
-    sklearn.exceptions.NotFittedError
-        If the estimator is not fitted.
     ValueError
         If a value cannot be written as strict JSON (NaN or infinity, an
-        unsupported parameter or label type).
+        unsupported type), or if ``path`` is empty.
     """
-    payload = _payload(estimator)
+    payload = _payload(booster, estimator)
     document = dict(payload, checksum=hashlib.sha256(_canonical(payload)).hexdigest())
     _write_atomic(os.fspath(path), _dumps(document))
 
 
 # ---- loading: parse, check the envelope, validate every field, build ------------------------
-def _fail(message: str):
+def fail(message: str):
+    """Raise a ``ModelFormatError`` (the loaders add the file's path)."""
     raise ModelFormatError(message)
 
 
 def _no_constant(name):
-    _fail(f"non-standard JSON constant {name} (a model file has no NaN or infinity)")
+    fail(f"non-standard JSON constant {name} (a model file has no NaN or infinity)")
 
 
 def _no_duplicates(pairs):
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
-        _fail(f"duplicate keys in a JSON object: {sorted(keys)}")
+        fail(f"duplicate keys in a JSON object: {sorted(keys)}")
     return dict(pairs)
 
 
@@ -248,85 +289,64 @@ def _read_document(path: str) -> dict:
     try:
         doc = json.loads(data, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as err:
-        _fail(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno}): {hint}")
+        fail(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno}): {hint}")
     except (UnicodeDecodeError, RecursionError) as err:
-        _fail(f"not valid JSON ({type(err).__name__}): {hint}")
+        fail(f"not valid JSON ({type(err).__name__}): {hint}")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        _fail(f"not a treeboost model file (format={found!r}, expected {FORMAT!r})")
+        fail(f"not a treeboost model file (format={found!r}, expected {FORMAT!r})")
     version = doc.get("format_version")
     if type(version) is not int or version not in SUPPORTED_VERSIONS:
-        _fail(f"unsupported format_version {version!r}; this treeboost reads format_version "
+        fail(f"unsupported format_version {version!r}; this treeboost reads format_version "
               f"{', '.join(map(str, SUPPORTED_VERSIONS))} (a newer treeboost may have written it)")
     if "checksum" not in doc:
-        _fail("missing key 'checksum'")
+        fail("missing key 'checksum'")
     checksum = doc.pop("checksum")
     try:
         actual = hashlib.sha256(_canonical(doc)).hexdigest()
     except ValueError:  # a number beyond the float64 range was parsed as inf
         actual = None
     if checksum != actual:
-        _fail("checksum mismatch: the file was modified or corrupted")
+        fail("checksum mismatch: the file was modified or corrupted")
     missing = [k for k in REQUIRED_KEYS if k not in doc]
     if missing:
-        _fail(f"missing keys {missing}")
+        fail(f"missing keys {missing}")
     return doc
 
 
-def _typed(value, types, where: str, what: str):
+def typed(value, types, where: str, what: str):
+    """``value`` if it is of ``types``, else a ``ModelFormatError`` saying it must be ``what``."""
     types = types if isinstance(types, tuple) else (types,)
     # bool is an int in Python but never a valid count, index or label of another kind
     if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-        _fail(f"{where} must be {what}, got {value!r:.80}")
+        fail(f"{where} must be {what}, got {value!r:.80}")
     return value
 
 
-def _array(values, where: str, kind: str) -> np.ndarray:
+def number_array(values, where: str, kind: str) -> np.ndarray:
     """A JSON list as a 1-D array of kind "int" (ints only) or "float" (finite numbers)."""
-    _typed(values, list, where, "a list")
+    typed(values, list, where, "a list")
     try:
         arr = np.array(values)
     except (ValueError, OverflowError):
         arr = None
     allowed = "iu" if kind == "int" else "iuf"
     if arr is None or arr.ndim != 1 or (arr.size and arr.dtype.kind not in allowed):
-        _fail(f"{where} must be a list of {kind}s")
+        fail(f"{where} must be a list of {kind}s")
     if kind == "float" and not np.all(np.isfinite(arr.astype(np.float64))):
-        _fail(f"{where} contains a number out of the float64 range")
+        fail(f"{where} contains a number out of the float64 range")
     return arr
-
-
-def _classes(doc) -> np.ndarray:
-    _typed(doc, dict, "classes", "an object with kind, dtype and values")
-    kind, values = doc.get("kind"), _typed(doc.get("values"), list, "classes.values", "a list")
-    if kind not in _CLASS_KINDS:
-        _fail(f"classes: kind={kind!r} must be one of {list(_CLASS_KINDS)}")
-    types = {"int": int, "float": (int, float), "bool": bool, "str": str}[kind]
-    for v in values:
-        _typed(v, types, "classes.values", f"a list of {kind}")
-    try:
-        dtype = np.dtype(doc.get("dtype"))
-        ok = dtype.kind in _CLASS_KINDS[kind] and len(values) >= 2
-        if ok and dtype.kind == "U":  # wide enough for every label, and not absurdly wide
-            ok = max(map(len, values)) <= dtype.itemsize // 4 <= 2**16
-        classes = np.array(values, dtype=dtype) if ok else None
-    except (TypeError, ValueError, OverflowError):
-        classes = None
-    if classes is None or not np.array_equal(np.unique(classes), classes):
-        _fail(f"classes: {len(values)} labels of kind {kind} and dtype {doc.get('dtype')!r} "
-              "are not at least two sorted distinct labels of that dtype")
-    return classes
 
 
 def _cat_bitset(rows, where: str, n: int) -> np.ndarray:
     """Bitsets (n, 8) from each node's list of left bins."""
     if not isinstance(rows, list) or len(rows) != n:
-        _fail(f"{where}.cat_left_bins must be a list of {n} lists")
+        fail(f"{where}.cat_left_bins must be a list of {n} lists")
     bits = np.zeros((n, 256), dtype=np.uint8)
     for node, bins in enumerate(rows):
-        arr = _array(bins, f"{where}.cat_left_bins[{node}]", "int")
+        arr = number_array(bins, f"{where}.cat_left_bins[{node}]", "int")
         if np.any((arr < 0) | (arr > 255)):
-            _fail(f"{where}.cat_left_bins[{node}] must hold bins in [0, 255]")
+            fail(f"{where}.cat_left_bins[{node}] must hold bins in [0, 255]")
         bits[node, arr.astype(np.intp)] = 1
     return np.packbits(bits, axis=1, bitorder="little").view(np.uint32).copy()
 
@@ -334,72 +354,79 @@ def _cat_bitset(rows, where: str, n: int) -> np.ndarray:
 def _tree(data, where: str, n_features: int, n_edges: np.ndarray,
           is_categorical: np.ndarray) -> Tree:
     """Validate one tree's arrays and structure, then build it."""
-    _typed(data, dict, where, "an object")
+    typed(data, dict, where, "an object")
     if set(data) != set(_JSON_TREE_FIELDS):
-        _fail(f"{where}: fields {sorted(data)} must be {sorted(_JSON_TREE_FIELDS)}")
-    arrays = {name: _array(data[name], f"{where}.{name}",
+        fail(f"{where}: fields {sorted(data)} must be {sorted(_JSON_TREE_FIELDS)}")
+    arrays = {name: number_array(data[name], f"{where}.{name}",
                            "float" if np.dtype(dtype).kind == "f" else "int")
               for name, dtype in TREE_FIELDS.items() if name != "cat_bitset"}
     n = arrays["left"].size
     if n == 0 or any(a.size != n for a in arrays.values()):
-        _fail(f"{where}: node arrays have inconsistent lengths "
+        fail(f"{where}: node arrays have inconsistent lengths "
               f"{ {k: a.size for k, a in arrays.items()} }")
     left, right, feature = arrays["left"], arrays["right"], arrays["feature"]
     internal = left >= 0
     if np.any(internal != (right >= 0)) or np.any(left[~internal] != -1) or np.any(
             right[~internal] != -1):
-        _fail(f"{where}: a node must have two children or none (-1, -1)")
+        fail(f"{where}: a node must have two children or none (-1, -1)")
     # children strictly after their parent: every traversal ends, there are no cycles
     parents = np.tile(np.flatnonzero(internal), 2)
     children = np.concatenate([left[internal], right[internal]])
     if np.any(children <= parents) or np.any(children >= n):
-        _fail(f"{where}: child indices out of range [1, {n}) or not after their parent")
+        fail(f"{where}: child indices out of range [1, {n}) or not after their parent")
     if np.any(np.bincount(children, minlength=n)[1:] != 1):
-        _fail(f"{where}: every node but the root must be the child of exactly one node")
+        fail(f"{where}: every node but the root must be the child of exactly one node")
     f_int, b_int = feature[internal], arrays["bin_threshold"][internal]
     if np.any(f_int < 0) or np.any(f_int >= n_features):
-        _fail(f"{where}: feature indices out of range [0, {n_features})")
+        fail(f"{where}: feature indices out of range [0, {n_features})")
     node_cat = arrays["is_categorical"]
     if np.any(node_cat[~internal] != 0) or np.any(node_cat[internal] != is_categorical[f_int]):
-        _fail(f"{where}: is_categorical must match the split feature's kind (0 at leaves)")
+        fail(f"{where}: is_categorical must match the split feature's kind (0 at leaves)")
     numerical = node_cat[internal] == 0
     f_num, b_num = f_int[numerical], b_int[numerical]
     if np.any(b_num < 0) or np.any(b_num > n_edges[f_num]):
-        _fail(f"{where}: bin thresholds out of the range of their feature's bins")
+        fail(f"{where}: bin thresholds out of the range of their feature's bins")
     arrays["cat_bitset"] = _cat_bitset(data["cat_left_bins"], where, n)
     if np.any(arrays["cat_bitset"][node_cat == 0] != 0):
-        _fail(f"{where}: only categorical splits may have left bins")
+        fail(f"{where}: only categorical splits may have left bins")
     int32 = [arrays[k] for k in TREE_FIELDS if TREE_FIELDS[k] == NODE_DTYPE]
     if np.any((arrays["missing_left"] > 1) | (arrays["missing_left"] < 0)) or np.any(
             arrays["count"] < 0) or any(np.any((a < _INT32.min) | (a > _INT32.max))
                                         for a in int32):
-        _fail(f"{where}: missing_left must be 0 or 1, count non-negative, indices int32")
+        fail(f"{where}: missing_left must be 0 or 1, count non-negative, indices int32")
     return Tree(**{name: arrays[name].astype(dtype) for name, dtype in TREE_FIELDS.items()})
 
 
-def _bin_mapper(doc, n_features: int, max_bins: int) -> BinMapper:
-    _typed(doc, dict, "bin_mapper", "an object")
+def _bin_mapper(doc, n_features: int, max_bins: int | None) -> BinMapper:
+    """The bin mapper of the file, whose ``max_bins`` must be the parameter's if given."""
+    typed(doc, dict, "bin_mapper", "an object")
+    if max_bins is None:  # a file whose params lack it: the bin mapper's, once checked
+        max_bins = doc.get("max_bins")
+        try:
+            _params.params_for("regressor")["max_bins"].check(max_bins)
+        except (TypeError, ValueError) as err:
+            fail(f"bin_mapper: {err}")
     if doc.get("max_bins") != max_bins:
-        _fail(f"bin_mapper: max_bins={doc.get('max_bins')!r} differs from the parameter "
+        fail(f"bin_mapper: max_bins={doc.get('max_bins')!r} differs from the parameter "
               f"max_bins={max_bins}")
-    edges = _typed(doc.get("edges"), list, "bin_mapper.edges", "a list")
-    missing = _typed(doc.get("has_missing"), list, "bin_mapper.has_missing", "a list")
-    categorical = _typed(doc.get("is_categorical"), list, "bin_mapper.is_categorical",
+    edges = typed(doc.get("edges"), list, "bin_mapper.edges", "a list")
+    missing = typed(doc.get("has_missing"), list, "bin_mapper.has_missing", "a list")
+    categorical = typed(doc.get("is_categorical"), list, "bin_mapper.is_categorical",
                          "a list")
     if len(edges) != n_features or len(missing) != n_features or len(
             categorical) != n_features or not all(
             isinstance(v, bool) for v in missing + categorical):
-        _fail(f"bin_mapper: edges, has_missing and is_categorical must have one entry per "
+        fail(f"bin_mapper: edges, has_missing and is_categorical must have one entry per "
               f"feature ({n_features})")
     bm = BinMapper(max_bins, is_categorical=categorical)
     bm.is_categorical_ = np.array(categorical, dtype=np.uint8)
     bm.bin_edges_ = np.full((n_features, max_bins), np.inf, dtype=X_DTYPE)
     bm.n_edges_ = np.zeros(n_features, dtype=np.int32)
     for f, values in enumerate(edges):
-        arr = _array(values, f"bin_mapper.edges[{f}]", "float")
+        arr = number_array(values, f"bin_mapper.edges[{f}]", "float")
         most = max_bins if categorical[f] else max_bins - 1
         if arr.size > most or np.any(np.diff(arr) <= 0):
-            _fail(f"bin_mapper: edges of feature {f} must be at most {most} "
+            fail(f"bin_mapper: edges of feature {f} must be at most {most} "
                   "increasing numbers")
         bm.bin_edges_[f, :arr.size] = arr
         bm.n_edges_[f] = arr.size
@@ -409,142 +436,124 @@ def _bin_mapper(doc, n_features: int, max_bins: int) -> BinMapper:
     return bm
 
 
-def _pandas_categories(doc, n_features: int) -> dict:
-    if not isinstance(doc, list) or not all(
-            isinstance(p, list) and len(p) == 2 and isinstance(p[0], int)
-            and not isinstance(p[0], bool) and 0 <= p[0] < n_features and isinstance(p[1], list)
-            and all(isinstance(v, (str, int, float, bool)) for v in p[1]) for p in doc):
-        _fail("pandas_categories must be a list of [column index, [category, ...]] pairs")
-    return {j: values for j, values in doc}
+def _continuation_state(doc: dict, n_stages: int):
+    """(seed, stage weights) for continued training; files before them have neither."""
+    seed = doc.get("seed")
+    if seed is not None and (type(seed) is not int or not 0 <= seed < 2**128):
+        fail(f"seed={seed!r} must be null or a non-negative int")
+    weights = doc.get("stage_weights")
+    if weights is None:
+        return seed, []
+    weights = number_array(weights, "stage_weights", "float").astype(np.float64)
+    if weights.size != n_stages or np.any(weights <= 0):
+        fail(f"stage_weights must hold {n_stages} positive numbers, one per stage")
+    return seed, weights.tolist()
 
 
-def _estimator(doc: dict):
-    """An unfitted estimator with the stored parameters, after checking them."""
-    cls = ESTIMATORS.get(doc["estimator"])
-    if cls is None:
-        _fail(f"unknown estimator {doc['estimator']!r}; expected one of {list(ESTIMATORS)}")
-    params = _typed(doc["params"], dict, "params", "an object")
-    unknown = set(params) - set(cls().get_params())
-    if unknown:
-        _fail(f"unknown {cls.__name__} parameters {sorted(unknown)}")
+
+
+def _boosting_params(params: dict, loss_name) -> BoostingParams:
+    """The Booster's parameters from "params", checked against the parameter table.
+
+    A parameter the file lacks takes its ``BoostingParams``/``GrowerParams``
+    default (an estimator then sets its own defaults, as it always did).
+    """
+    names = _BOOSTING_FIELDS + _GROWER_FIELDS + ("max_bins",)
+    scope = "classifier" if loss_name in CLASSIFICATION_LOSSES else "regressor"
     try:
-        _params.validate(params, cls._scope)
+        _params.validate({name: params[name] for name in names if name in params}, scope)
     except (TypeError, ValueError) as err:
-        _fail(f"invalid parameter: {err}")
-    return cls().set_params(**params)
+        fail(f"invalid parameter: {err}")
+    grower = GrowerParams(**{name: params[name] for name in _GROWER_FIELDS if name in params})
+    return BoostingParams(**{name: params[name] for name in _BOOSTING_FIELDS if name in params},
+                          grower=grower)
 
 
-def _loss(doc, estimator, classes):
-    is_classifier = classes is not None
-    name, params = doc.get("name"), _typed(doc.get("params"), dict, "loss.params", "an object")
-    if name not in available_losses() or (name in CLASSIFICATION_LOSSES) != is_classifier \
-            or name != estimator.loss:
-        _fail(f"unknown or mismatched loss {name!r} for {type(estimator).__name__} with "
-              f"loss={estimator.loss!r}")
-    kwargs = dict(params, n_classes=len(classes)) if is_classifier else params
+def _loss(doc):
+    """The loss from its registry name and ``get_params()``."""
+    name, params = doc.get("name"), typed(doc.get("params"), dict, "loss.params", "an object")
+    if name not in available_losses():
+        fail(f"unknown or mismatched loss {name!r}: not one of {available_losses()}")
+    kwargs = dict(params)
+    if name in CLASSIFICATION_LOSSES:
+        kwargs.setdefault("n_classes", 2)  # binary losses store no n_classes
     try:
         loss = get_loss(name, **kwargs)
         ok = loss.get_params() == params
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        _fail(f"loss parameters {params} do not rebuild loss {name!r}")
+        fail(f"loss parameters {params} do not rebuild loss {name!r}")
     return loss
 
 
-def _continuation_state(doc: dict, n_stages: int):
-    """(seed, stage weights) for continued training; files before them have neither."""
-    seed = doc.get("seed")
-    if seed is not None and (type(seed) is not int or not 0 <= seed < 2**128):
-        _fail(f"seed={seed!r} must be null or a non-negative int")
-    weights = doc.get("stage_weights")
-    if weights is None:
-        return seed, []
-    weights = _array(weights, "stage_weights", "float").astype(np.float64)
-    if weights.size != n_stages or np.any(weights <= 0):
-        _fail(f"stage_weights must hold {n_stages} positive numbers, one per stage")
-    return seed, weights.tolist()
-
-
-def _build(doc: dict):
-    """Validate every field of a checked document, then build the fitted estimator."""
-    estimator = _estimator(doc)
-    is_classifier = isinstance(estimator, TreeBoostClassifier)
-    n_features = _typed(doc["n_features"], int, "n_features", "an int")
-    names = doc["feature_names"]
-    if n_features < 1 or (names is not None and (
-            not isinstance(names, list) or len(names) != n_features
-            or not all(isinstance(s, str) for s in names))):
-        _fail(f"n_features={n_features} must be positive, feature_names null or a list of "
-              "that many strings")
-    if not is_classifier and doc["classes"] is not None:
-        _fail("classes must be null for a regressor")
-    classes = _classes(doc["classes"]) if is_classifier else None
-    loss = _loss(_typed(doc["loss"], dict, "loss", "an object"), estimator, classes)
+def _booster(doc: dict) -> Booster:
+    """Validate the Booster's fields of a checked document, then build it."""
+    params = typed(doc["params"], dict, "params", "an object")
+    loss_doc = typed(doc["loss"], dict, "loss", "an object")
+    boosting = _boosting_params(params, loss_doc.get("name"))
+    n_features = typed(doc["n_features"], int, "n_features", "an int")
+    if n_features < 1:
+        fail(f"n_features={n_features} must be positive")
+    loss = _loss(loss_doc)
     K = loss.n_outputs
-    init_score = _array(doc["init_score"], "init_score", "float").astype(np.float64)
+    init_score = number_array(doc["init_score"], "init_score", "float").astype(np.float64)
     if init_score.size != K:
-        _fail(f"init_score has {init_score.size} values; the loss has {K} outputs")
-    bin_mapper = _bin_mapper(doc["bin_mapper"], n_features, estimator.max_bins)
+        fail(f"init_score has {init_score.size} values; the loss has {K} outputs")
+    bin_mapper = _bin_mapper(doc["bin_mapper"], n_features, params.get("max_bins"))
     trees = []
-    for m, stage in enumerate(_typed(doc["trees"], list, "trees", "a list of stages")):
+    for m, stage in enumerate(typed(doc["trees"], list, "trees", "a list of stages")):
         if not isinstance(stage, list) or len(stage) != K:
-            _fail(f"stage {m} must be a list of {K} trees")
+            fail(f"stage {m} must be a list of {K} trees")
         trees.append([_tree(t, f"tree {m}/{k}", n_features, bin_mapper.n_edges_,
                             bin_mapper.is_categorical_)
                       for k, t in enumerate(stage)])
-    if _typed(doc["n_iter"], int, "n_iter", "an int") != len(trees):
-        _fail(f"n_iter={doc['n_iter']} but the file has {len(trees)} stages")
-    best = doc["best_iteration"]
-    if best is not None and not 0 <= _typed(best, int, "best_iteration", "an int") < len(trees):
-        _fail(f"best_iteration={best} must be null or in [0, {len(trees)})")
-    evals = _typed(doc["evals_result"], dict, "evals_result", "an object")
-    evals = {data: {metric: [float(v) for v in _array(vals, f"evals_result {data}", "float")]
-                    for metric, vals in _typed(log, dict, "evals_result", "an object").items()}
-             for data, log in evals.items()}
-
-    booster = Booster(loss, bin_mapper, estimator._boosting_params())
+    if typed(doc["n_iter"], int, "n_iter", "an int") != len(trees):
+        fail(f"n_iter={doc['n_iter']} but the file has {len(trees)} stages")
+    booster = Booster(loss, bin_mapper, boosting)
     booster.init_score, booster.trees = init_score, trees
     booster.seed, booster.stage_weights = _continuation_state(doc, len(trees))
-    # the fitted attributes set by the estimators' fit (_fit_booster, _encode_target)
-    estimator._booster = booster
-    estimator.n_features_in_ = n_features
-    estimator.pandas_categories_ = _pandas_categories(doc["pandas_categories"], n_features)
-    estimator.is_categorical_ = bin_mapper.is_categorical_.astype(bool)
-    if names is not None:
-        estimator.feature_names_in_ = np.asarray(names, dtype=object)  # as scikit-learn does
-    if is_classifier:
-        estimator.classes_, estimator.n_classes_ = classes, len(classes)
-    estimator.n_iter_, estimator.best_iteration_, estimator.evals_result_ = len(trees), best, evals
-    return estimator
+    return booster
 
 
-def load_model(path):
-    """Load an estimator written by ``save_model``.
+def load_booster(path, *, return_metadata: bool = False):
+    """Load a Booster written by ``save_booster`` (or by an estimator's ``save_model``).
 
     Only JSON is parsed (nothing is unpickled or evaluated), and the whole
-    document is validated before any object is built.
+    Booster is validated before it is built; the ``estimator`` fields are
+    returned as read, for the caller to check (``treeboost.load_model`` does).
 
     Parameters
     ----------
     path : str or path-like
         Model file.
+    return_metadata : bool, default=False
+        Also return the ``estimator`` fields of the file.
+
+        .. versionadded:: 0.1.0
 
     Returns
     -------
-    TreeBoostRegressor or TreeBoostClassifier
-        The fitted estimator; its predictions are bit-identical to those of
-        the estimator that was saved.
+    booster : Booster
+        The fitted booster; its raw predictions are bit-identical to those of
+        the booster that was saved, and it can continue training.
+    metadata : dict
+        Only with ``return_metadata``: the fields of ``ESTIMATOR_FIELDS`` as
+        plain JSON values (``"estimator"`` is None for a bare Booster).
 
     Raises
     ------
     treeboost.exceptions.ModelFormatError
         If the file is not JSON or is truncated, is of another format or of an
         unsupported ``format_version``, fails its checksum, or does not
-        describe a valid model. The message starts with the path.
+        describe a valid Booster. The message starts with the path.
     """
     path = os.fspath(path)
     try:
-        return _build(_read_document(path))
+        doc = _read_document(path)
+        booster = _booster(doc)
     except ModelFormatError as err:
         raise ModelFormatError(f"{path}: {err}") from None
+    if return_metadata:
+        return booster, {key: doc[key] for key in ESTIMATOR_FIELDS}
+    return booster

@@ -2,7 +2,8 @@
 
 They store their parameters, validate them and the data in ``fit``, bin the
 data, and hand the stage loop to ``Booster``. Everything else (prediction,
-staged prediction, importances, saving) reads the fitted booster.
+staged prediction, importances, saving) reads the fitted booster; model files
+go through ``_estimator_io``, where the classes register for ``load_model``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from . import _continued, _validation
+from . import _continued, _estimator_io, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
@@ -338,16 +339,38 @@ class _TreeBoostBase(BaseEstimator):
         return imp
 
     def save_model(self, path) -> None:
-        """Write the fitted model to a JSON file (see ``treeboost.serialization``).
+        """Write the fitted model to a JSON file (``treeboost.load_model`` reads it).
 
         Parameters
         ----------
         path : str or path-like
             Destination file; written atomically.
         """
-        from .serialization import save_model
+        _estimator_io.save_model(self, path)
 
-        save_model(self, path)
+    @classmethod
+    def _from_booster(cls, booster: Booster, params: dict, *, feature_names, pandas_categories,
+                      classes, best_iteration, evals_result):
+        """A fitted estimator around a loaded ``booster`` (``treeboost.load_model``).
+
+        The arguments are checked by ``_estimator_io.from_booster``; this sets
+        the fitted attributes that ``fit`` sets (``_fit_booster``,
+        ``_encode_target``, ``_check_training_data``).
+        """
+        est = cls().set_params(**params)
+        # the estimator's parameters rule, as after a fit (and fill those a file lacks)
+        booster.params = est._boosting_params()
+        est._booster = booster
+        est.n_features_in_ = booster.n_features
+        est.pandas_categories_ = pandas_categories
+        est.is_categorical_ = booster.bin_mapper.is_categorical_.astype(bool)
+        if feature_names is not None:
+            est.feature_names_in_ = np.asarray(feature_names, dtype=object)  # as sklearn does
+        if classes is not None:
+            est.classes_, est.n_classes_ = classes, len(classes)
+        est.n_iter_, est.best_iteration_ = len(booster.trees), best_iteration
+        est.evals_result_ = evals_result
+        return est
 
     def format_trace(self, stages=None, max_rows: int = 50) -> str:
         """The recorded stages (``trace=True``) as a worked example in plain text.
@@ -377,6 +400,7 @@ class _TreeBoostBase(BaseEstimator):
         return tags
 
 
+@_estimator_io.register
 class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
     _scope = "regressor"
 
@@ -487,6 +511,7 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
             yield self._booster.loss.inverse_link(raw.T)
 
 
+@_estimator_io.register
 class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
     _scope = "classifier"
 

@@ -1,6 +1,6 @@
 """``treeboost predict MODEL DATA``: predictions of a saved model, as CSV.
 
-Data flow: a model file -> ``serialization.load_model``; a data file -> its full table
+Data flow: a model file -> ``treeboost.load_model``; a data file -> its full table
 (ARFF/CSV readers of ``treeboost.datasets``) -> the model's feature columns by name
 (a target column or other extra columns are ignored; one-hot columns are rebuilt when the
 model was trained with ``--one-hot``) -> ``predict`` (and ``predict_proba``) -> CSV on
@@ -73,7 +73,7 @@ def model_features(model, table: pd.DataFrame, path) -> pd.DataFrame:
 
 def run(args) -> int:
     """Run ``treeboost predict``."""
-    from ..serialization import load_model
+    from .._estimator_io import load_model
 
     if args.out and os.path.exists(args.out) and not args.force:
         raise FileExistsError(f"{args.out} exists; pass --force to overwrite it")

@@ -16,14 +16,13 @@ import sys
 from pathlib import Path
 
 from .data import DatasetSpec, describe, discover
+from .fitting import BASELINES
 from .progress import Progress
 from .space import DEFAULT_GRID, parse_grid
 from .store import Store
 
 __all__ = ["DEFAULT_GRID", "available_baselines", "parse_grid", "run_study"]
 
-#: reference models run on every fold, when their library is installed
-BASELINES = ("treeboost", "lightgbm", "sklearn")
 
 
 def available_baselines() -> tuple[str, ...]:

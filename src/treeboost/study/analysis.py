@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .fitting import BASELINES
 from .space import complexity
 
 TIE_RULE = (
@@ -61,8 +62,6 @@ def summarise(store) -> Summary:
     info = {d["name"]: d for d in store.datasets()}
     base = pd.DataFrame(store.baselines(), columns=["dataset", "model", "fold", "score"])
     base_means = base.groupby(["dataset", "model"])["score"].agg(["mean", "count"])
-    from . import BASELINES
-
     present = set(base["model"])
     models = [m for m in BASELINES if m in present] + sorted(present - set(BASELINES))
     records = []

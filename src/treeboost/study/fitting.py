@@ -28,6 +28,9 @@ import numpy as np
 
 from .data import DatasetSpec, Fold, prepare_fold
 
+#: reference models run on every fold (``run_baseline``), when their library is installed
+BASELINES = ("treeboost", "lightgbm", "sklearn")
+
 # folds kept per process: tasks arrive grouped by dataset, so two cover the switch
 _CACHE_SIZE = 2
 _folds: OrderedDict = OrderedDict()
