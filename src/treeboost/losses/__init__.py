@@ -135,7 +135,8 @@ def register_loss(name: str, factory, *, task, params=()) -> None:
 
     Examples
     --------
-    >>> from treeboost.losses import SquaredError, register_loss, unregister_loss
+    >>> from treeboost.losses import (SquaredError, available_losses, register_loss,
+    ...                               unregister_loss)
     >>> class MySquared(SquaredError):
     ...     pass
     >>> register_loss("my_squared", MySquared, task="regression")
