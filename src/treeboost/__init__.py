@@ -4,9 +4,9 @@ from ._estimator_io import load_model
 from ._version import __version__
 from .adaboost import AdaBoostClassifier
 from .generic import GradientBoostingWithLearner
-from .losses import Formula, available_losses, get_loss
+from .losses import Formula, available_losses, get_loss, register_loss, unregister_loss
 from .sklearn import TreeBoostClassifier, TreeBoostRegressor
 
 __all__ = ["AdaBoostClassifier", "Formula", "GradientBoostingWithLearner",
            "TreeBoostClassifier", "TreeBoostRegressor", "available_losses", "get_loss",
-           "load_model", "__version__"]
+           "load_model", "register_loss", "unregister_loss", "__version__"]

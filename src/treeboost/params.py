@@ -102,7 +102,7 @@ class Param:
 PARAMS = [
     Param("loss", "str", "squared_error", "Loss to minimise (regressor); also a "
           "treeboost.Formula, a Loss or a callable loss(y, f) -> (gradient, hessian).",
-          choices=tuple(REGRESSION_LOSSES), scope="regressor"),
+          choices=REGRESSION_LOSSES, scope="regressor"),
     Param("loss", "str", "log_loss",
           "Loss to minimise: log-loss (binary or softmax), or exponential (AdaBoost, binary); "
           "for binary targets also a treeboost.Formula, a Loss or a callable "

@@ -473,7 +473,9 @@ def _loss(doc):
     """The loss from its registry name and ``get_params()``."""
     name, params = doc.get("name"), typed(doc.get("params"), dict, "loss.params", "an object")
     if name not in available_losses():
-        fail(f"unknown or mismatched loss {name!r}: not one of {available_losses()}")
+        fail(f"unknown or mismatched loss {name!r}: not one of {available_losses()} (a "
+             "loss added by treeboost.losses.register_loss must be registered again, "
+             "under the same name, before loading)")
     kwargs = dict(params)
     if name in CLASSIFICATION_LOSSES:
         kwargs.setdefault("n_classes", 2)  # binary losses store no n_classes

@@ -79,6 +79,41 @@ def newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha):
     return np.divide(-t, den, out=np.zeros_like(den), where=den > 0)
 
 
+#: the values of ``Loss.leaf_line_search``: "newton" uses the base ``leaf_values``, the
+#: others a ``leaf_values`` the loss overrides
+LEAF_LINE_SEARCHES = ("newton", "exact", "backtracking")
+
+
+def check_leaf_line_search(cls) -> None:
+    """Raise ``TypeError`` if ``cls.leaf_line_search`` disagrees with its ``leaf_values``.
+
+    Parameters
+    ----------
+    cls : type
+        A ``Loss`` subclass.
+
+    Raises
+    ------
+    TypeError
+        If ``leaf_line_search`` is not one of ``LEAF_LINE_SEARCHES``, is
+        ``"newton"`` while ``leaf_values`` is overridden, or is another
+        search while ``leaf_values`` is the base Newton step.
+    """
+    search = getattr(cls, "leaf_line_search", None)
+    label = f"loss class {cls.__qualname__} (name={getattr(cls, 'name', None)!r})"
+    if search not in LEAF_LINE_SEARCHES:
+        raise TypeError(f"{label}: leaf_line_search={search!r} must be one of "
+                        f"{list(LEAF_LINE_SEARCHES)}")
+    overridden = cls.leaf_values is not Loss.leaf_values
+    if search == "newton" and overridden:
+        raise TypeError(f"{label} overrides leaf_values but declares "
+                        "leaf_line_search='newton': declare 'exact' or 'backtracking' "
+                        "(or drop the override)")
+    if search != "newton" and not overridden:
+        raise TypeError(f"{label} declares leaf_line_search={search!r} but does not "
+                        "override leaf_values, which would take the Newton step")
+
+
 class Loss:
     """Base class of every loss; subclasses set the class attributes below.
 
@@ -93,9 +128,15 @@ class Loss:
         Whether targets are class indices.
     n_outputs : int
         Raw scores per row (the number of classes for softmax, else 1).
-    exact_leaves : bool
-        Whether leaves are set by a loss-specific line search instead of the
-        Newton step computed from gradient and hessian sums.
+    leaf_line_search : str
+        How leaf values are set, one of ``LEAF_LINE_SEARCHES``: ``"newton"``,
+        the Newton step -G / (H + lambda) from the leaf's gradient and
+        hessian sums (``leaf_values`` must not be overridden; the engine then
+        computes leaves inside the tree kernel), ``"exact"``, a loss-specific
+        minimiser over each leaf's rows (median, quantile, Friedman's Huber
+        step), or ``"backtracking"``, a Newton step shortened while it raises
+        the leaf's loss; both of the latter are implemented by overriding
+        ``leaf_values``. Checked when a subclass is defined.
     max_delta_step : float or None
         The cap on |leaf value| (before shrinkage) used when the estimator's
         ``max_delta_step`` is None; None: no cap.
@@ -105,8 +146,13 @@ class Loss:
     link = "identity"
     is_classification = False
     n_outputs = 1
-    exact_leaves = False
+    leaf_line_search = "newton"
     max_delta_step: float | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        """Refuse a subclass whose ``leaf_line_search`` disagrees with ``leaf_values``."""
+        super().__init_subclass__(**kwargs)
+        check_leaf_line_search(cls)
 
     # ---- targets ------------------------------------------------------
     def validate_target(self, y: np.ndarray) -> None:
@@ -167,13 +213,18 @@ class Loss:
 
     def leaf_values(self, y, raw, sample_weight, sample_indices, leaf_starts, leaf_stops,
                     sum_g, sum_h, context, reg_lambda, reg_alpha) -> np.ndarray:
-        """Value of each leaf before shrinkage; Newton's step unless overridden."""
+        """Value of each leaf before shrinkage: the Newton step (``leaf_line_search``)."""
         return newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha)
 
     @property
     def newton_leaves(self) -> bool:
-        """Whether leaves take the plain Newton step (``leaf_values`` not overridden)."""
-        return type(self).leaf_values is Loss.leaf_values
+        """Whether leaves take the plain Newton step (``leaf_line_search == "newton"``)."""
+        return self.leaf_line_search == "newton"
+
+    @property
+    def exact_leaves(self) -> bool:
+        """Whether leaves take the loss's own line search (not the plain Newton step)."""
+        return self.leaf_line_search != "newton"
 
     # ---- predictions ----------------------------------------------------
     def inverse_link(self, raw: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ class BinaryLogLoss(Loss):
     name = "log_loss"
     link = "logit"
     is_classification = True
+    leaf_line_search = "newton"
 
     def validate_target(self, y):
         """Labels in {0, 1}."""
@@ -58,6 +59,7 @@ class ExponentialLoss(Loss):
     name = "exponential"
     link = "half_logit"
     is_classification = True
+    leaf_line_search = "newton"
 
     def validate_target(self, y):
         """Labels in {0, 1}."""
@@ -95,6 +97,7 @@ class SoftmaxLogLoss(Loss):
     name = "log_loss"
     link = "softmax"
     is_classification = True
+    leaf_line_search = "newton"
 
     def __init__(self, n_classes: int, multiclass_step: str = "friedman"):
         if n_classes < 3:

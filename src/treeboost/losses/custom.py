@@ -80,6 +80,7 @@ class CallableLoss(Loss):
     """
 
     name = "custom"
+    leaf_line_search = "newton"
 
     def __init__(self, fn, *, is_classification: bool = False):
         self.fn = fn

@@ -229,6 +229,7 @@ class FormulaLoss(Loss):
     """
 
     name = "formula"
+    leaf_line_search = "backtracking"
 
     def __init__(self, formula: Formula, *, link: str, is_classification: bool):
         self.formula = formula

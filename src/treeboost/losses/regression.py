@@ -38,6 +38,7 @@ class SquaredError(Loss):
     """L = (y - F)^2 / 2; F0 is the weighted mean, leaves the mean residual."""
 
     name = "squared_error"
+    leaf_line_search = "newton"
 
     def pointwise(self, y, raw):
         """Half squared error of each row."""
@@ -60,7 +61,7 @@ class AbsoluteError(Loss):
     """L = |y - F|; F0 and leaves are weighted medians (Friedman's LAD_TreeBoost)."""
 
     name = "absolute_error"
-    exact_leaves = True
+    leaf_line_search = "exact"
 
     def pointwise(self, y, raw):
         """Absolute error of each row."""
@@ -89,7 +90,7 @@ class Quantile(Loss):
     """Pinball loss of level ``alpha``; F0 and leaves are weighted alpha-quantiles."""
 
     name = "quantile"
-    exact_leaves = True
+    leaf_line_search = "exact"
 
     def __init__(self, alpha: float = 0.9):
         self.alpha = float(alpha)
@@ -130,7 +131,7 @@ class Huber(Loss):
     """
 
     name = "huber"
-    exact_leaves = True
+    leaf_line_search = "exact"
 
     def __init__(self, alpha: float = 0.9):
         self.alpha = float(alpha)
@@ -247,6 +248,7 @@ class Poisson(_LogLinkLoss):
     """Poisson deviance / 2 with log link: L = exp(F) - y F."""
 
     name = "poisson"
+    leaf_line_search = "newton"
     max_delta_step = 5.0
 
     def pointwise(self, y, raw):
@@ -267,6 +269,7 @@ class Gamma(_LogLinkLoss):
     """Gamma deviance / 2 with log link: L = y exp(-F) + F."""
 
     name = "gamma"
+    leaf_line_search = "newton"
     strictly_positive = True
 
     def pointwise(self, y, raw):
@@ -287,6 +290,7 @@ class Tweedie(_LogLinkLoss):
     """Tweedie deviance with log link and variance power ``power`` in (1, 2) or > 2."""
 
     name = "tweedie"
+    leaf_line_search = "newton"
 
     def __init__(self, power: float = 1.5):
         self.power = float(power)
