@@ -48,7 +48,8 @@ def test_a_dataset_is_binned_once_and_shared_by_its_validation_sets():
                    valid_sets=[valid])
     # the second fit reused the bins (the same objects), and the validation set has the
     # training set's bins
-    assert train_set.bin_mapper is bins and train_set.binned is binned
+    assert train_set.bin_mapper is bins
+    assert train_set.binned is binned
     assert valid.bin_mapper is bins
     assert first.bin_mapper is second.bin_mapper is bins
     # reuse changes nothing: a fresh Dataset gives the same model
@@ -63,7 +64,8 @@ def test_continuing_a_booster_gives_the_model_of_one_fit():
     at_once = train({**params, "n_estimators": 20}, Dataset(X, y))
     half = train(params, Dataset(X, y))
     continued = train({**params, "n_estimators": 20}, Dataset(X, y), init_model=half)
-    assert continued is half and len(continued.trees) == 20
+    assert continued is half
+    assert len(continued.trees) == 20
     assert_array_equal(continued.predict_raw(X), at_once.predict_raw(X))
 
 

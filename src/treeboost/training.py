@@ -117,6 +117,7 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     if len(names) != len(valid_sets):
         raise ValueError("valid_names must have one name per valid set")
     loss = _loss(params, train_set.label)
+    loss.validate_target(train_set.label)
     scope = "classifier" if loss.is_classification else "regressor"
     table = _params.params_for(scope)
     unknown = sorted(set(params) - set(table) - {"n_classes"})
