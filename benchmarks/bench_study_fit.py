@@ -32,7 +32,7 @@ from treeboost.study.data import discover
 def time_fit(spec, base: dict) -> tuple[float, dict]:
     """Seconds of one study unit and its scores per stage (data loaded and binned first,
     as for every fit of a study but a worker's first on the dataset)."""
-    fitting._binned(fitting._fold_data(spec, 1, 0, 0, False), 255, 0)
+    fitting._train_set(fitting._fold_data(spec, 1, 0, 0, False), 255, 0)
     task = fitting.FitTask(spec, 1, 0, 0, False, base, (100, 200, 500, 1000))
     start = time.perf_counter()
     result = fitting.run_fit(task)

@@ -3,10 +3,12 @@
 from ._estimator_io import load_model
 from ._version import __version__
 from .adaboost import AdaBoostClassifier
+from .dataset import Dataset
 from .generic import GradientBoostingWithLearner
 from .losses import Formula, available_losses, get_loss, register_loss, unregister_loss
 from .sklearn import TreeBoostClassifier, TreeBoostRegressor
+from .training import train
 
-__all__ = ["AdaBoostClassifier", "Formula", "GradientBoostingWithLearner",
+__all__ = ["AdaBoostClassifier", "Dataset", "Formula", "GradientBoostingWithLearner",
            "TreeBoostClassifier", "TreeBoostRegressor", "available_losses", "get_loss",
-           "load_model", "register_loss", "unregister_loss", "__version__"]
+           "load_model", "register_loss", "train", "unregister_loss", "__version__"]

@@ -165,3 +165,135 @@ def categorical_mask(spec, n_features: int, feature_names, category_columns) -> 
             raise ValueError(f"categorical_features has index {v!r} out of range for "
                              f"{n_features} features")
     return mask
+
+
+class Dataset:
+    """Training or validation data for ``treeboost.train``: checked once, binned once.
+
+    The features are binned on first use (``construct``) and kept, so one
+    ``Dataset`` serves any number of ``train`` calls with the same ``max_bins``
+    (a study's configurations on one fold). A validation set built with
+    ``reference=train_set`` is binned with the training set's bins.
+
+    Parameters
+    ----------
+    data : ndarray of shape (n_samples, n_features) or scipy sparse matrix
+        Numeric features (float64 or float32; other numbers are converted to
+        float64), NaN for missing values. Data frames go through the
+        estimators, which code their categorical columns.
+    label : array-like of shape (n_samples,), default=None
+        Targets, encoded as the loss expects (class indices 0..K-1 for
+        classification).
+    weight : array-like of shape (n_samples,), default=None
+        Non-negative row weights; None for all ones.
+    categorical_features : array-like of bool or int, default=None
+        Mask or indices of the categorical features (values are category
+        codes; negative codes and NaN are missing).
+    max_bins : int, default=255
+        Most bins per feature, the missing-value bin excluded.
+    reference : Dataset, default=None
+        The training set whose bins this (validation) set uses.
+    random_state : int or numpy.random.Generator, default=None
+        Draws the rows bin edges are computed from on large data; None uses
+        the binning stream of ``train``'s ``random_state``.
+    """
+
+    def __init__(self, data, label=None, *, weight=None, categorical_features=None,
+                 max_bins=255, reference=None, random_state=None):
+        import scipy.sparse as sp
+
+        from .binning import canonical_sparse
+
+        if reference is not None and not isinstance(reference, Dataset):
+            raise TypeError(f"reference must be a Dataset, got {type(reference).__name__}")
+        if sp.issparse(data):  # binning reads columns: convert once for fit and transform
+            data = canonical_sparse(data, "csc")
+        else:
+            data = np.asarray(data)
+            if data.dtype not in (np.float64, np.float32):
+                data = data.astype(X_DTYPE)
+            if data.ndim != 2:
+                raise ValueError(f"data must be a 2-D matrix, got {data.ndim} dimension(s)")
+            if np.isinf(data).any():
+                raise ValueError("data contains infinity; use NaN for missing values")
+        n = data.shape[0]
+        self.data = data
+        self.label = None if label is None else _row_vector("label", label, n)
+        self.weight = (np.ones(n) if weight is None else _row_vector("weight", weight, n))
+        if weight is not None and (self.weight < 0).any():
+            raise ValueError("weight must be non-negative")
+        self.is_categorical = categorical_mask(categorical_features, data.shape[1], None, {})
+        self.max_bins = max_bins
+        self.reference = reference
+        self.random_state = random_state
+        self._bin_mapper = None
+        self._binned = None
+
+    @property
+    def n_features(self) -> int:
+        """Number of feature columns."""
+        return self.data.shape[1]
+
+    @property
+    def constructed(self) -> bool:
+        """Whether the features have been binned."""
+        return self._binned is not None
+
+    def construct(self, bin_mapper=None, random_state=None) -> "Dataset":
+        """Bin the features once (later calls return at once).
+
+        Parameters
+        ----------
+        bin_mapper : BinMapper, default=None
+            Fitted bins to use (a continued model's); by default the
+            reference's, or bins fitted on this data.
+        random_state : int or numpy.random.Generator, default=None
+            Used when this set fits its own bins and has no ``random_state``.
+
+        Returns
+        -------
+        self : Dataset
+        """
+        from .binning import BinMapper
+
+        if self._binned is not None:
+            if bin_mapper is not None and bin_mapper is not self._bin_mapper:
+                raise ValueError("this Dataset is already binned with other bins than the "
+                                 "model's: build a new Dataset to continue training on it")
+            return self
+        if bin_mapper is None and self.reference is not None:
+            bin_mapper = self.reference.construct(random_state=random_state).bin_mapper
+        if bin_mapper is None:
+            rs = self.random_state if self.random_state is not None else random_state
+            bin_mapper = BinMapper(self.max_bins, random_state=rs,
+                                   is_categorical=self.is_categorical).fit(self.data)
+        n_binned = bin_mapper.n_edges_.shape[0]
+        if n_binned != self.n_features:
+            raise ValueError(f"data has {self.n_features} features, its bins {n_binned}")
+        self._bin_mapper = bin_mapper
+        self._binned = bin_mapper.transform(self.data)
+        return self
+
+    @property
+    def bin_mapper(self):
+        """The fitted ``BinMapper`` (after ``construct``)."""
+        if self._bin_mapper is None:
+            raise RuntimeError("the Dataset is not binned yet: call construct()")
+        return self._bin_mapper
+
+    @property
+    def binned(self):
+        """The binned features, (n_features, n_samples) uint8 or sparse (after ``construct``)."""
+        if self._binned is None:
+            raise RuntimeError("the Dataset is not binned yet: call construct()")
+        return self._binned
+
+
+def _row_vector(name: str, values, n: int) -> np.ndarray:
+    """``values`` as a float64 vector of n finite entries, or a ValueError naming ``name``."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1 or v.shape[0] != n:
+        raise ValueError(f"{name} must have one entry per row ({n}), got shape {v.shape}")
+    if not np.isfinite(v).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return v

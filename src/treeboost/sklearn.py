@@ -11,7 +11,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
@@ -28,15 +27,20 @@ from . import _continued, _estimator_io, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
-from .binning import BinMapper, canonical_sparse
-from .booster import Booster, BoostingParams, EvalSet
-from .callbacks import EarlyStopping, EvaluationLogger, check_callbacks
-from .dataset import as_pandas, categorical_mask, check_no_categories, frame_to_array
-from .grower import GrowerParams
+from .booster import Booster, BoostingParams
+from .callbacks import check_callbacks
+from .dataset import (
+    Dataset,
+    as_pandas,
+    categorical_mask,
+    check_no_categories,
+    frame_to_array,
+)
 from .losses import get_loss
-from .metrics import check_metric, get_metrics
+from .metrics import check_metric
 from .modes import check_mode
-from .sampling import make_streams
+from .sampling import make_streams, stream_seed
+from .training import boosting_params, train
 
 
 def _params_doc(scope: str) -> str:
@@ -208,49 +212,29 @@ class _TreeBoostBase(BaseEstimator):
 
     def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams, previous=None,
                      user_callbacks=()):
-        if sp.issparse(X):  # binning reads columns: convert once for fit and transform
-            X = canonical_sparse(X, "csc")
-        if previous is None:
-            bin_mapper = BinMapper(self.max_bins, random_state=streams["binning"],
-                                   is_categorical=self.is_categorical_).fit(X)
-            booster = Booster(loss, bin_mapper, self._boosting_params())
-        else:  # continued training: the previous model's bins, F0 and trees
-            booster, bin_mapper = previous.booster, previous.booster.bin_mapper
-            booster.params = self._boosting_params()
-            booster.params.n_estimators = previous.n_estimators
-        X_binned = bin_mapper.transform(X)
-        eval_sets = [EvalSet(name, bin_mapper.transform(Xe), ye, we)
-                     for name, Xe, ye, we in eval_data]
-        metrics = get_metrics(self.eval_metric, loss)
-        early = self.n_iter_no_change is not None
-        record_training = bool(self.verbose) or (early and not eval_sets)
-        callbacks = []  # the documented order: logger, early stopping, the user's
-        if self.verbose:
-            callbacks.append(EvaluationLogger(self.verbose,
-                                              n_estimators=booster.params.n_estimators))
-        stopper = None
-        if early:
-            monitored = eval_sets[-1].name if eval_sets else "training"
-            # the first metric only (LightGBM's first_metric_only, as the default)
-            stopper = EarlyStopping(monitored, metrics[0].name, self.n_iter_no_change,
-                                    self.tol, metrics[0].higher_is_better)
-            callbacks.append(stopper)
-        callbacks.extend(user_callbacks)
+        """Build the Datasets and train (``treeboost.train``); keep what it returns."""
+        train_set = Dataset(X, y, weight=sample_weight, categorical_features=self.is_categorical_,
+                            max_bins=self.max_bins, random_state=streams["binning"])
+        valid_sets = [Dataset(Xe, ye, weight=we, reference=train_set)
+                      for _, Xe, ye, we in eval_data]
         trace = [] if self.trace else None
         if self.trace:
             from .trace import SMALL_DATA_ROWS
 
-            if X_binned.shape[1] > SMALL_DATA_ROWS:
+            if X.shape[0] > SMALL_DATA_ROWS:
                 import warnings
 
-                warnings.warn(f"trace=True keeps {X_binned.shape[1]} rows per stage and "
+                warnings.warn(f"trace=True keeps {X.shape[0]} rows per stage and "
                               "output; it is meant for small worked examples",
                               UserWarning, stacklevel=3)
-        evals = booster.fit(X_binned, y, sample_weight, streams, eval_sets, metrics,
-                            record_training, callbacks, trace)
-        # the stopper's after_training kept the stages up to its best one
-        self.best_iteration_ = None if stopper is None else stopper.best_iteration
-        self.evals_result_ = _continued.merged_log(previous, evals)
+        params = dict(self.get_params(), loss=loss, random_state=stream_seed(streams))
+        if previous is not None:  # continued training: n_estimators stages in all
+            params["n_estimators"] = previous.n_estimators
+        booster = train(params, train_set, valid_sets=valid_sets,
+                        valid_names=[name for name, *_ in eval_data], callbacks=user_callbacks,
+                        init_model=None if previous is None else previous.booster, trace=trace)
+        self.best_iteration_ = booster.best_iteration
+        self.evals_result_ = _continued.merged_log(previous, booster.evals_result)
         if trace is not None:
             from .trace import trace_tables
 
@@ -263,21 +247,7 @@ class _TreeBoostBase(BaseEstimator):
         self.n_iter_ = len(booster.trees)
 
     def _boosting_params(self) -> BoostingParams:
-        grower = GrowerParams(
-            max_leaf_nodes=self.max_leaf_nodes, max_depth=self.max_depth,
-            min_samples_leaf=self.min_samples_leaf, min_child_weight=self.min_child_weight,
-            min_split_gain=self.min_split_gain, reg_lambda=self.reg_lambda,
-            reg_alpha=self.reg_alpha, colsample_bynode=self.colsample_bynode,
-            cat_l2=self.cat_l2, cat_smooth=self.cat_smooth,
-            max_cat_threshold=self.max_cat_threshold, max_cat_to_onehot=self.max_cat_to_onehot)
-        return BoostingParams(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
-                              subsample=self.subsample, colsample_bytree=self.colsample_bytree,
-                              max_delta_step=self.max_delta_step, grower=grower,
-                              boosting=self.boosting, drop_rate=self.drop_rate,
-                              skip_drop=self.skip_drop, max_drop=self.max_drop,
-                              uniform_drop=self.uniform_drop,
-                              xgboost_dart_mode=self.xgboost_dart_mode, top_rate=self.top_rate,
-                              other_rate=self.other_rate)
+        return boosting_params(self.get_params(), self._scope)
 
     # ---- prediction -----------------------------------------------------------
     def _validate_X(self, X):

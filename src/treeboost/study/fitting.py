@@ -1,16 +1,16 @@
 """The work a study process does: fit one configuration, read it at several stages.
 
 Data flow (inside a worker process): a task -> :func:`_fold_data` (the fold, loaded and
-encoded once per process and kept for the next task on the same fold) -> :func:`_binned`
-(the ``BinMapper`` fitted and the training matrix binned once per ``max_bins``, reused by
-every configuration) -> ``Booster.fit`` with ``max(stages)`` trees -> the test score at
-each stage -> results returned to the parent, which stores them. Peers (LightGBM,
-scikit-learn's GradientBoosting) and treeboost's defaults run through
-:func:`run_baseline` on the same folds.
+encoded once per process and kept for the next task on the same fold) -> :func:`_train_set`
+(a ``Dataset`` per ``max_bins``, binned once and reused by every configuration) ->
+``treeboost.train`` with ``max(stages)`` trees -> the test score at each stage -> results
+returned to the parent, which stores them. Peers (LightGBM, scikit-learn's
+GradientBoosting) and treeboost's defaults run through :func:`run_baseline` on the same
+folds.
 
-The steps mirror ``TreeBoostClassifier.fit``/``TreeBoostRegressor.fit`` with one
-difference, the binned data being shared; ``tests/test_study.py`` checks that the scores
-equal those of the estimators.
+Like the estimators, the study is a client of ``train``; the difference is only that
+the binned data is shared. ``tests/test_study.py`` checks that the scores equal those of
+the estimators.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ class _FoldData:
     X_train: np.ndarray
     X_test: np.ndarray
     is_categorical: np.ndarray
-    binned: dict  # max_bins -> (BinMapper, X_binned)
+    binned: dict  # max_bins -> Dataset, binned
 
 
 def _fold_data(dataset, n_folds, fold, seed, one_hot) -> _FoldData:
@@ -154,14 +154,16 @@ def _fold_data(dataset, n_folds, fold, seed, one_hot) -> _FoldData:
     return entry
 
 
-def _binned(entry: _FoldData, max_bins: int, seed: int):
-    from ..binning import BinMapper
+def _train_set(entry: _FoldData, max_bins: int, seed: int):
+    """The fold's training ``Dataset`` for ``max_bins``, binned on first use and kept."""
+    from ..dataset import Dataset
     from ..sampling import make_streams
 
     if max_bins not in entry.binned:
-        mapper = BinMapper(max_bins, random_state=make_streams(seed)["binning"],
-                           is_categorical=entry.is_categorical).fit(entry.X_train)
-        entry.binned[max_bins] = (mapper, mapper.transform(entry.X_train))
+        fold = entry.fold
+        entry.binned[max_bins] = Dataset(
+            entry.X_train, fold.train_codes, categorical_features=entry.is_categorical,
+            max_bins=max_bins, random_state=make_streams(seed)["binning"]).construct()
     return entry.binned[max_bins]
 
 
@@ -184,10 +186,8 @@ def score(task: str, raw: np.ndarray, codes: np.ndarray, loss) -> float:
 
 def run_fit(task: FitTask) -> dict:
     """Fit one configuration group and score it; return ``{"scores": {stage: score}}``."""
-    from .. import params as _params
     from .._threads import threads
-    from ..booster import Booster
-    from ..sampling import make_streams
+    from ..training import train
 
     _stop_if_orphaned()
     start = time.perf_counter()
@@ -195,19 +195,16 @@ def run_fit(task: FitTask) -> dict:
     fold = entry.fold
     estimator = make_estimator(fold.task, {**task.base, "n_estimators": max(task.stages)},
                                task.seed)
-    _params.validate(estimator.get_params(), estimator._scope)
+    params = estimator.get_params()
     if fold.task == "classification":
-        estimator.n_classes_ = len(fold.classes)  # what fit's target encoding sets
-    loss = estimator._make_loss()
-    loss.validate_target(fold.train_codes)
-    mapper, X_binned = _binned(entry, estimator.max_bins, task.seed)
-    booster = Booster(loss, mapper, estimator._boosting_params())
-    weight = np.ones(fold.train_codes.size, dtype=np.float64)
+        params["n_classes"] = len(fold.classes)  # a fold may lack a class
+    train_set = _train_set(entry, estimator.max_bins, task.seed)
     with threads(1):
-        booster.fit(X_binned, fold.train_codes, weight, make_streams(task.seed))
+        booster = train(params, train_set)
         stages = sorted(task.stages)
-        scores = {stage: score(fold.task, raw, fold.test_codes, loss) for stage, raw in
-                  zip(stages, booster.staged_predict_raw(entry.X_test, stages), strict=True)}
+        scores = {stage: score(fold.task, raw, fold.test_codes, booster.loss)
+                  for stage, raw in zip(stages, booster.staged_predict_raw(entry.X_test, stages),
+                                        strict=True)}
     return {"scores": scores, "seconds": time.perf_counter() - start}
 
 

@@ -1,0 +1,166 @@
+"""``train()``: the functional entry point of the engine (Dataset -> Booster).
+
+The estimators, and through them the command line and the study, are
+clients of ``train``: they check and encode their input, build ``Dataset``
+objects and read what the returned ``Booster`` holds. ``train`` owns the rest:
+the parameter checks of the engine's parameters, the loss, the bins (through
+the ``Dataset``), the evaluation metrics, early stopping and the training log
+(callbacks, in that order before the caller's), and the stage loop
+(``Booster.fit``).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import params as _params
+from .booster import Booster, BoostingParams, EvalSet
+from .callbacks import EarlyStopping, EvaluationLogger
+from .dataset import Dataset
+from .grower import GrowerParams
+from .losses import get_loss, loss_tasks
+from .losses.base import Loss
+from .metrics import get_metrics
+from .sampling import make_streams
+
+_GROWER_FIELDS = ("max_leaf_nodes", "max_depth", "min_samples_leaf", "min_child_weight",
+                  "min_split_gain", "reg_lambda", "reg_alpha", "colsample_bynode", "cat_l2",
+                  "cat_smooth", "max_cat_threshold", "max_cat_to_onehot")
+_BOOSTING_FIELDS = ("n_estimators", "learning_rate", "subsample", "colsample_bytree",
+                    "max_delta_step", "boosting", "drop_rate", "skip_drop", "max_drop",
+                    "uniform_drop", "xgboost_dart_mode", "top_rate", "other_rate")
+
+
+def with_defaults(values: dict, scope: str) -> dict:
+    """``values`` completed with the parameter table's defaults for ``scope``."""
+    return {**{name: p.default for name, p in _params.params_for(scope).items()}, **values}
+
+
+def boosting_params(values: dict, scope: str = "regressor") -> BoostingParams:
+    """The ``BoostingParams`` of a parameter dict (the parameter table's names).
+
+    Names missing from ``values`` take the table's defaults for ``scope``
+    ("regressor" or "classifier": their ``max_delta_step`` defaults differ).
+    """
+    merged = with_defaults(values, scope)
+    grower = GrowerParams(**{k: merged[k] for k in _GROWER_FIELDS})
+    return BoostingParams(grower=grower, **{k: merged[k] for k in _BOOSTING_FIELDS})
+
+
+def _loss(values: dict, label: np.ndarray) -> Loss:
+    """The loss object of ``values["loss"]`` (a name, or a Loss the caller built)."""
+    loss = values.get("loss", "squared_error")
+    if isinstance(loss, Loss):
+        return loss
+    n_classes = None
+    if isinstance(loss, str) and "classification" in loss_tasks(loss):
+        n_classes = values.get("n_classes") or int(label.max()) + 1
+    kwargs = {k: values[k] for k in ("alpha", "power", "multiclass_step") if k in values}
+    return get_loss(loss, n_classes=n_classes, **kwargs)
+
+
+def _seed(random_state) -> int:
+    if random_state is None:
+        return int(np.random.default_rng().integers(np.iinfo(np.int32).max))
+    if isinstance(random_state, numbers.Integral):
+        return int(random_state)
+    raise TypeError(f"random_state={random_state!r} must be an int or None for train()")
+
+
+def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
+          callbacks=(), init_model: Booster | None = None, trace: list | None = None
+          ) -> Booster:
+    """Train a gradient boosting model on a ``Dataset``.
+
+    Parameters
+    ----------
+    params : dict
+        Parameters by the names of the parameter table (``treeboost.params``):
+        ``loss`` (a name or a ``Loss``), ``n_estimators``, ``learning_rate``,
+        tree and sampling parameters, ``eval_metric`` (names and ``Metric``
+        objects), ``n_iter_no_change`` and ``tol`` (early stopping on the last
+        validation set, or on the training data without one), ``verbose``
+        (log every ``verbose`` stages), ``random_state`` (int). Names missing
+        take the table's defaults; ``n_classes`` may be given for
+        classification (else it is ``max(label) + 1``).
+    train_set : Dataset
+        Training data with its label (and weights); binned here if it is not
+        yet, with the bins of ``init_model`` when continuing.
+    valid_sets : sequence of Dataset, default=()
+        Data scored after every stage, binned with the training bins.
+    valid_names : sequence of str, default=None
+        Their names in the evaluation log (default ``validation_0``, ...).
+    callbacks : sequence of TrainingCallback, default=()
+        Called after the training log and early stopping (``Booster.fit``).
+    init_model : Booster, default=None
+        A model to continue: its F0, trees and bins are kept, and stages are
+        added up to ``n_estimators`` in all. It is modified and returned.
+    trace : list, default=None
+        If a list, one record per tree is appended (``treeboost.trace``).
+
+    Returns
+    -------
+    Booster
+        The fitted model. ``best_iteration`` is the 0-based best stage when
+        early stopping ran (the model keeps the stages up to it), else None;
+        ``evals_result`` is the evaluation log of the stages this call added.
+    """
+    if not isinstance(train_set, Dataset):
+        raise TypeError(f"train_set must be a Dataset, got {type(train_set).__name__}")
+    if train_set.label is None:
+        raise ValueError("train_set has no label")
+    valid_sets = list(valid_sets)
+    names = (list(valid_names) if valid_names is not None
+             else [f"validation_{i}" for i in range(len(valid_sets))])
+    if len(names) != len(valid_sets):
+        raise ValueError("valid_names must have one name per valid set")
+    loss = _loss(params, train_set.label)
+    loss.validate_target(train_set.label)
+    scope = "classifier" if loss.is_classification else "regressor"
+    table = _params.params_for(scope)
+    unknown = sorted(set(params) - set(table) - {"n_classes"})
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {unknown} for a {scope.replace('or', 'ion')} "
+                         "loss; see treeboost.params")
+    _params.validate({k: v for k, v in params.items()
+                      if k in table and not (k == "loss" and isinstance(v, Loss))}, scope)
+    params = with_defaults(params, scope)
+    seed = _seed(params["random_state"])
+    streams = make_streams(seed)
+    train_set.construct(None if init_model is None else init_model.bin_mapper,
+                        random_state=streams["binning"])
+    bin_mapper = train_set.bin_mapper
+    eval_sets = []
+    for name, vs in zip(names, valid_sets, strict=True):
+        if vs.label is None:
+            raise ValueError(f"valid set {name!r} has no label")
+        eval_sets.append(EvalSet(name, vs.construct(bin_mapper).binned, vs.label, vs.weight))
+    p = boosting_params(params, scope)
+    if init_model is None:
+        booster = Booster(loss, bin_mapper, p)
+    else:
+        booster = init_model
+        booster.params = p
+    metrics = get_metrics(params["eval_metric"], loss)
+    patience = params["n_iter_no_change"]
+    verbose = params["verbose"]
+    chain = []  # the documented order: logger, early stopping, the caller's
+    if verbose:
+        chain.append(EvaluationLogger(verbose, n_estimators=p.n_estimators))
+    stopper = None
+    if patience is not None:
+        monitored = eval_sets[-1].name if eval_sets else "training"
+        # the first metric only (LightGBM's first_metric_only, as the default)
+        stopper = EarlyStopping(monitored, metrics[0].name, patience,
+                                params["tol"], metrics[0].higher_is_better)
+        chain.append(stopper)
+    chain.extend(callbacks)
+    record_training = bool(verbose) or (patience is not None and not eval_sets)
+    evals = booster.fit(train_set.binned, train_set.label, train_set.weight, streams,
+                        eval_sets, metrics, record_training, chain, trace)
+    # the stopper's after_training kept the stages up to its best one
+    booster.best_iteration = None if stopper is None else stopper.best_iteration
+    booster.evals_result = evals
+    return booster
