@@ -4,6 +4,10 @@ F0 = argmin_c sum L(y, c); then for every stage: draw the stage's rows,
 compute gradients and hessians, grow one tree per output on them, set its
 leaves by the loss's line search, shrink by the learning rate, and add it to
 the raw scores. Validation scores are kept up to date incrementally.
+
+The boosting mode (gbdt, rf, dart: ``modes.BoostingMode``) and the row
+sampling (none, subsample, GOSS: ``sampling.RowSampler``) are strategies
+whose hooks the one stage loop calls; it names no mode.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ from .exceptions import DivergenceError
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
-from .modes import check_mode, dart_drops, dart_scales, goss_start
+from .modes import BoostingMode, boosting_mode, check_mode, row_sampler
 from .predictor import PackedTrees
-from .sampling import goss_sample, sample_columns, sample_rows, stage_streams, stream_seed
+from .sampling import sample_columns, stage_streams, stream_seed
 from .tree import Tree
 
 
@@ -94,6 +98,11 @@ class Booster:
         self._packed: dict[tuple[int, int], PackedTrees] = {}
 
     @property
+    def mode(self) -> BoostingMode:
+        """The boosting mode strategy of ``params.boosting`` (``modes.boosting_mode``)."""
+        return boosting_mode(self.params)
+
+    @property
     def n_outputs(self) -> int:
         """Raw scores per row."""
         return self.loss.n_outputs
@@ -157,6 +166,7 @@ class Booster:
                                          dtype=SUM_DTYPE)
             self.stage_weights = []
         self.seed = stream_seed(streams)
+        mode, sampler = self.mode, row_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets)
         # (index in state.scores, name, y, weights) of every evaluated data set
         data = ([(-1, "training", y, sample_weight)] if record_training else []) + [
@@ -166,7 +176,7 @@ class Booster:
             callbacks = CallbackList(callbacks)
         callbacks.before_training(self)
         for m in range(len(self.trees), p.n_estimators):
-            self._stage(state, m, stage_streams(self.seed, m), trace)
+            self._stage(state, mode, sampler, m, stage_streams(self.seed, m), trace)
             for i, name, y_i, w_i in data:
                 values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
                                   where=f" on {name} at stage {m + 1}")
@@ -174,42 +184,30 @@ class Booster:
                     evals_log[name][metric.name].append(value)
             if callbacks.after_iteration(m, evals_log):
                 break
-        if p.boosting == "rf":
-            self._scale_stages(range(len(self.trees)), 1.0 / len(self.trees))
+        mode.end_training(self)
         callbacks.after_training(self)
         return evals_log
 
-    def _stage(self, state: _TrainingState, m: int, rngs: dict, trace) -> None:
-        """Stage m: rows, gradients, one tree per output, and the raw scores' update."""
-        p, K, n = self.params, self.n_outputs, state.n
-        dropped = np.zeros(0, dtype=np.intp)
-        if p.boosting == "dart":
-            dropped = dart_drops(np.asarray(self.stage_weights), p, rngs["dart"])
-            state.add_stages(self, dropped, sign=-1.0)
-        at = state.rf_raw if p.boosting == "rf" else state.raw
+    def _stage(self, state: _TrainingState, mode: BoostingMode, sampler, m: int, rngs: dict,
+               trace) -> None:
+        """Stage m: rows, gradients, one tree per output, and the raw scores' update.
+
+        The hooks of ``mode`` and ``sampler`` are called in the order of
+        ``modes``: ``begin_stage``, ``gradient_scores``, ``sampler.sample``,
+        ``shrinkage``, then, after the trees, ``end_stage``.
+        """
+        p, K = self.params, self.n_outputs
+        dropped = mode.begin_stage(self, state, rngs)
+        at = mode.gradient_scores(state)
         context = state.gradients(self.loss, at)
         if trace is not None:  # the pseudo-residuals before any GOSS up-weighting
             # (+ 0.0 turns the -0.0 of a zero gradient into 0.0 for printing)
             residual = -state.gradient.astype(np.float64) + 0.0
             hessian = state.hessian.astype(np.float64)
-        rows, outside = sample_rows(n, p.subsample, rngs["rows"] if p.subsample < 1.0 else None,
-                                    return_outside=True)
-        weight, row_factor = state.sample_weight, None
-        if p.boosting == "goss" and m >= goss_start(p.learning_rate):
-            score = np.abs(state.gradient).sum(axis=0, dtype=SUM_DTYPE)
-            rows, drawn = goss_sample(score, p.top_rate, p.other_rate, rngs["goss"])
-            outside = None if rows.size == n else _complement(rows, n)
-            factor = (1.0 - p.top_rate) / p.other_rate
-            state.gradient[:, drawn] *= factor
-            state.hessian[:, drawn] *= factor
-            weight = state.sample_weight.copy()
-            weight[drawn] *= factor  # the leaves' line search sees the same up-weighting
-            weight = readonly(weight)
-            row_factor = (drawn, factor)
-        shrink, dropped_scale = dart_scales(dropped.size, p.learning_rate,
-                                            p.xgboost_dart_mode)
-        if p.boosting == "rf":
-            shrink = 1.0  # a forest's trees are averaged, not shrunk
+        sample = sampler.sample(m, state.gradient, state.hessian, state.sample_weight, rngs)
+        rows, outside, weight, row_factor = (sample.rows, sample.outside, sample.weight,
+                                             sample.amplified)
+        shrink, dropped_scale = mode.shrinkage(p, dropped.size)
         features = sample_columns(self.n_features, p.colsample_bytree,
                                   rngs["columns"] if p.colsample_bytree < 1.0 else None)
         stage = []
@@ -240,9 +238,7 @@ class Booster:
             stage.append(tree)
         self.trees.append(stage)
         self.stage_weights.append(shrink)
-        if dropped.size:
-            self._scale_stages(dropped, dropped_scale)
-            state.add_stages(self, dropped, sign=1.0)
+        mode.end_stage(self, state, dropped, dropped_scale)
         self._packed.clear()
 
     def _newton_tree(self, state: _TrainingState, k: int, indices, features, outside,
@@ -316,8 +312,7 @@ class Booster:
         """max |raw - F0| of output k's training rows (rf: of their mean); raise past the limit."""
         with np.errstate(over="ignore", invalid="ignore"):
             drift = float(np.max(np.abs(state.raw[k] - self.init_score[k])))
-        if self.params.boosting == "rf":
-            drift /= len(self.trees) + 1
+        drift = self.mode.scores_drift(drift, len(self.trees))
         if not drift <= state.raw_limit[k]:
             what = ("exp of the raw scores leaves float64's range" if self.loss.link == "log"
                     else "the raw scores are not finite")
@@ -369,8 +364,6 @@ class Booster:
         for m in stages:
             for tree in self.trees[m]:
                 tree.value[:] = tree.value * factor
-            if self.params.boosting == "dart":
-                self.stage_weights[m] *= factor
         self._packed.clear()
 
     def truncate(self, n_stages: int) -> None:
@@ -378,8 +371,7 @@ class Booster:
         n_before = len(self.trees)
         del self.trees[n_stages:]
         del self.stage_weights[n_stages:]
-        if self.params.boosting == "rf" and 0 < len(self.trees) < n_before:
-            self._scale_stages(range(len(self.trees)), n_before / len(self.trees))
+        self.mode.truncate(self, n_before)
         self._packed.clear()
 
     # ---- prediction --------------------------------------------------------------
@@ -403,9 +395,10 @@ class Booster:
         """
         stop = len(self.trees) if n_stages is None else min(n_stages, len(self.trees))
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
-        if self.params.boosting == "rf" and 0 < stop < len(self.trees):
+        factor = self.mode.stage_mean_factor(len(self.trees), stop)
+        if factor is not None and stop < len(self.trees):
             out = self._packed_trees(0, stop).add_raw(X, np.zeros_like(out))
-            return self.init_score[None, :] + out * (len(self.trees) / stop)
+            return self.init_score[None, :] + out * factor
         return self._packed_trees(0, stop).add_raw(X, out)
 
     def staged_predict_raw(self, X: np.ndarray, stages=None):
@@ -423,15 +416,16 @@ class Booster:
         if sp.issparse(X):  # once, not at every stage's add_raw
             X = canonical_sparse(X, "csr")
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
-        rf, n_stages = self.params.boosting == "rf", len(self.trees)
+        mode, n_stages = self.mode, len(self.trees)
         done = 0
         for stop in range(1, n_stages + 1) if stages is None else stages:
             stop = min(int(stop), n_stages)
             self._pack(done, stop).add_raw(X, out)
             done = max(done, stop)
-            if rf and stop:  # the stored trees are divided by n_stages: the mean of the first
+            factor = mode.stage_mean_factor(n_stages, stop)
+            if factor is not None:  # rf: the mean of the first stop stages
                 init = self.init_score[None, :]
-                yield init + (out - init) * (n_stages / stop)
+                yield init + (out - init) * factor
             else:
                 yield out.copy()
 
@@ -466,9 +460,8 @@ class _TrainingState:
         self.raw = np.repeat(init, n, axis=1)
         self.eval_raw = [np.repeat(init, e.y.size, axis=1) for e in self.eval_sets]
         self.rf_raw = readonly(self.raw.copy())  # rf: every tree's gradients are at F0
-        if booster.params.boosting == "rf" and booster.trees:
-            # continuing a forest: back to unscaled trees, averaged again at the end
-            booster._scale_stages(range(len(booster.trees)), float(len(booster.trees)))
+        mode = booster.mode
+        mode.resume(booster)  # rf: back to unscaled trees, averaged again at the end
         for stage in booster.trees:
             for k, tree in enumerate(stage):
                 _add_tree_binned(tree, X_binned, self.all_rows, self.raw[k])
@@ -483,7 +476,7 @@ class _TrainingState:
         self.raw_limit = [ceiling - abs(float(f0)) for f0 in booster.init_score]
         # unknown when continuing: measured at the first stage
         self.drift = [math.inf if booster.trees else 0.0] * K
-        self.averaged = booster.params.boosting == "rf"
+        self.mode, self.averaged = mode, mode.averaged
         self.gradient = np.empty((K, n), dtype=G_H_DTYPE)
         self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
         bm = booster.bin_mapper
@@ -499,10 +492,7 @@ class _TrainingState:
         """Raw scores of eval set ``i`` (-1: the training rows), averaged for rf."""
         raw = self.raw if i < 0 else self.eval_raw[i]
         b = self.booster
-        if b.params.boosting != "rf":
-            return raw
-        init = b.init_score[:, None]
-        return init + (raw - init) / len(b.trees)
+        return self.mode.mean_scores(b.init_score[:, None], raw, len(b.trees))
 
     def add_tree(self, tree: Tree, k: int, indices, grown: GrownTree, outside) -> None:
         """Add a new tree of output k: through the partition on its rows, traversed elsewhere."""
@@ -562,12 +552,6 @@ _LOG_RAW_LIMIT = 700.0
 _RAW_LIMIT = 1e300
 #: sums of squared node values up to this are surely finite and sum of finite values
 _SQUARED_LIMIT = 1e300
-
-
-def _complement(rows: np.ndarray, n: int) -> np.ndarray:
-    mask = np.ones(n, dtype=bool)
-    mask[rows] = False
-    return np.flatnonzero(mask).astype(INDEX_DTYPE)
 
 
 def _add_tree_binned(tree: Tree, X_binned: np.ndarray, rows: np.ndarray, raw_k: np.ndarray):

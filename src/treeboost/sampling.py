@@ -6,15 +6,20 @@ drops from its own generators, ``stage_streams(seed, stage)``, derived from
 (seed, stream, stage) alone: stage m draws the same numbers whether the model
 is trained in one call or continued from a saved model (``init_model``,
 ``warm_start``), whatever the earlier stages drew.
+
+The stage loop draws its rows through a row sampling strategy
+(``RowSampler``: none, ``SubSampler`` for ``subsample``, ``GossSampler``),
+chosen once per fit by ``modes.row_sampler``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._dtypes import INDEX_DTYPE, NODE_DTYPE
+from ._dtypes import INDEX_DTYPE, NODE_DTYPE, SUM_DTYPE, readonly
 
 #: names of the independent random streams drawn from one ``random_state``
 STREAMS = ("binning", "rows", "columns", "nodes", "validation", "goss", "dart")
@@ -132,3 +137,130 @@ def goss_sample(score: np.ndarray, top_rate: float, other_rate: float,
         if other_k > 0 else rest[:0]
     rows = np.sort(np.concatenate([order[:top_k], drawn]))
     return rows.astype(INDEX_DTYPE), drawn.astype(INDEX_DTYPE)
+
+
+def goss_start(learning_rate: float) -> int:
+    """First stage that samples by gradient: LightGBM uses every row for 1/nu stages.
+
+    The early gradients are all large, so sampling them by size would keep an
+    arbitrary subset; LightGBM's ``GOSS::Bagging`` skips sampling while
+    ``iter < int(1 / learning_rate)``, and so do we.
+    """
+    return int(1.0 / learning_rate)
+
+
+# ---- row sampling strategies of the stage loop ----------------------------------------
+@dataclass(frozen=True)
+class StageRows:
+    """The rows a stage's trees are grown on.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (n_rows,), dtype uint32
+        Sorted rows of the stage's sample.
+    outside : ndarray of dtype uint32 or None
+        Sorted rows not in it; None when every row is.
+    weight : ndarray of shape (n_samples,)
+        The sample weights the leaves' line search sees (GOSS: up-weighted).
+    amplified : tuple (ndarray, float) or None
+        GOSS: the up-weighted rows and their factor; None otherwise.
+    """
+
+    rows: np.ndarray
+    outside: np.ndarray | None
+    weight: np.ndarray
+    amplified: tuple | None = None
+
+
+class RowSampler:
+    """No row sampling: every stage grows its trees on every row.
+
+    A row sampler's ``sample`` is called once per stage, after the stage's
+    gradients and hessians are computed and before its trees are grown.
+    """
+
+    def sample(self, m: int, gradient: np.ndarray, hessian: np.ndarray,
+               sample_weight: np.ndarray, rngs: Mapping) -> StageRows:
+        """The rows of stage ``m``; may scale ``gradient``/``hessian`` in place.
+
+        Parameters
+        ----------
+        m : int
+            The stage, 0-based.
+        gradient, hessian : ndarray of shape (n_outputs, n_samples)
+            The stage's gradients and hessians, writable.
+        sample_weight : ndarray of shape (n_samples,)
+            The training weights, read-only.
+        rngs : Mapping of str to numpy.random.Generator
+            The stage's streams (``stage_streams``).
+
+        Returns
+        -------
+        StageRows
+        """
+        rows, outside = sample_rows(sample_weight.size, 1.0, None, return_outside=True)
+        return StageRows(rows, outside, sample_weight)
+
+
+#: the sampler of ``subsample=1``, ``boosting`` other than "goss"
+NoSampler = RowSampler
+
+
+class SubSampler(RowSampler):
+    """Stochastic gradient boosting: a fraction of the rows, drawn without replacement.
+
+    Parameters
+    ----------
+    fraction : float
+        ``subsample``, below 1.
+    """
+
+    def __init__(self, fraction: float):
+        self.fraction = fraction
+
+    def sample(self, m, gradient, hessian, sample_weight, rngs) -> StageRows:
+        """``sample_rows`` from the stage's ``rows`` stream."""
+        rows, outside = sample_rows(sample_weight.size, self.fraction, rngs["rows"],
+                                    return_outside=True)
+        return StageRows(rows, outside, sample_weight)
+
+
+class GossSampler(RowSampler):
+    """Gradient-based one-side sampling (``goss_sample``) from stage ``start`` on.
+
+    The drawn small-gradient rows get the factor (1 - a) / b on their
+    gradient, hessian and (for the leaves' line search) weight. Stages
+    before ``start`` (``goss_start``) use every row.
+
+    Parameters
+    ----------
+    top_rate, other_rate : float
+        a and b of the paper.
+    start : int
+        The first sampled stage.
+    """
+
+    def __init__(self, top_rate: float, other_rate: float, start: int):
+        self.top_rate, self.other_rate, self.start = top_rate, other_rate, start
+
+    def sample(self, m, gradient, hessian, sample_weight, rngs) -> StageRows:
+        """Every row before ``start``; then the top rows and an up-weighted draw."""
+        n = sample_weight.size
+        if m < self.start:
+            return RowSampler.sample(self, m, gradient, hessian, sample_weight, rngs)
+        score = np.abs(gradient).sum(axis=0, dtype=SUM_DTYPE)
+        rows, drawn = goss_sample(score, self.top_rate, self.other_rate, rngs["goss"])
+        outside = None if rows.size == n else _complement(rows, n)
+        factor = (1.0 - self.top_rate) / self.other_rate
+        gradient[:, drawn] *= factor
+        hessian[:, drawn] *= factor
+        weight = sample_weight.copy()
+        weight[drawn] *= factor  # the leaves' line search sees the same up-weighting
+        return StageRows(rows, outside, readonly(weight), (drawn, factor))
+
+
+def _complement(rows: np.ndarray, n: int) -> np.ndarray:
+    """Sorted rows of range(n) not in ``rows``."""
+    mask = np.ones(n, dtype=bool)
+    mask[rows] = False
+    return np.flatnonzero(mask).astype(INDEX_DTYPE)
