@@ -24,10 +24,11 @@ _FLOAT64_MAX = 1.7976931348623157e308
 
 @kernel
 def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                     feature_bins, tree, split, scratch, root, general, max_delta_step,
+                     feature_bins, tree, split, scratch, root, general, sparse, bynode,
+                     max_delta_step,
                      shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
-    # the arguments up to general are grow_tree's
+    # the arguments up to bynode are grow_tree's (dense data: sparse is None)
     # max_delta_step: float, np.inf for none; shrinkage: float
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
@@ -35,7 +36,7 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
      right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
-        split, scratch, root, general)
+        split, scratch, root, general, sparse, bynode)
     reg_lambda = split.reg_lambda
     reg_alpha = split.reg_alpha
     missing_bin = feature_bins.missing_bin
