@@ -22,19 +22,12 @@ from ._dtypes import (
     NODE_DTYPE,
     SUM_DTYPE,
 )
-from ._kernels.grower import (
-    _new_tree,
-    children_histograms,
-    consider_children,
-    grow_tree,
-    open_root,
-    root_histogram,
-    split_next,
-)
+from ._kernels.grower import grow_tree, new_tree
 from ._kernels.histogram import build_root_histograms_multi
 from ._kernels.records import (
     FeatureBins,
     NodeColumns,
+    Resume,
     RootHistograms,
     Scratch,
     SparseBins,
@@ -201,7 +194,7 @@ class TreeGrower:
         GrownTree
         """
         return _grown(*grow_tree(*self.kernel_arguments(
-            gradient, hessian, sample_indices, features, all_rows, rng=rng)))
+            gradient, hessian, sample_indices, features, all_rows, rng=rng), None))
 
     def root_histograms(self, gradient, hessian, sample_indices, features):
         """The root histograms of every output of a stage, built in one pass.
@@ -240,7 +233,7 @@ class TreeGrower:
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
                          all_rows, root=None, output=-1, rng=None) -> tuple:
-        """The arguments of ``_kernels.grower.grow_tree`` for one tree.
+        """The arguments of ``_kernels.grower.grow_tree`` for one tree, but ``resume``.
 
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
         this tree's index in it; by default the tree builds its own root histogram.
@@ -335,12 +328,12 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     """Grow one tree over shards of the rows: the grower's steps, histograms summed.
 
     The data-parallel form of ``TreeGrower.grow``: each shard (a worker) holds
-    its own rows and grower; the steps of ``_kernels.grower`` run on every
-    shard, and each histogram a step builds from a shard's rows is summed
-    across the shards by ``allreduce`` before the split search, so that every
-    shard takes the same decisions. Node row counts and sums come from the
-    summed histograms; each shard partitions only its rows. With one shard
-    and an identity ``allreduce`` this is ``grow_tree``, step for step.
+    its own rows and grower; ``grow_tree`` runs on every shard with a
+    ``resume`` record, stopping after each histogram it builds from the shard's
+    rows, which ``allreduce`` sums across the shards before the split search,
+    so that every shard takes the same decisions. Node row counts and sums come
+    from the summed histograms; each shard partitions only its rows. With one
+    shard and an identity ``allreduce`` this is ``TreeGrower.grow``, bit for bit.
 
     Parameters
     ----------
@@ -371,35 +364,17 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     if len({a[7].max_leaf_nodes for a in args}) != 1:
         raise ValueError("every shard's grower must bound the tree by the same number of "
                          "leaves (set max_leaf_nodes)")
-    trees = [_new_tree(2 * a[7].max_leaf_nodes - 1, a[9].hist_pool.shape[0]) for a in args]
-
-    def reduce(node: int) -> None:
-        allreduce([a[9].hist_pool[nodes.slot[node]] for a, (_, nodes) in
-                   zip(args, trees, strict=True)], features)
-
-    for a, (state, nodes) in zip(args, trees, strict=True):
-        root_histogram(*a[:8], *a[9:13], state, nodes)
-    reduce(0)
-    for a, (state, nodes) in zip(args, trees, strict=True):
-        open_root(a[4], a[6], a[7], a[8], a[9], a[11], a[12], a[13], state, nodes)
+    trees = [Resume(*new_tree(2 * a[7].max_leaf_nodes - 1, a[9].hist_pool.shape[0]))
+             for a in args]
     while True:
-        split = {int(split_next(a[0], a[3], a[6], a[7], a[8], a[9], a[11], a[12], state,
-                                nodes)) for a, (state, nodes) in zip(args, trees, strict=True)}
-        if len(split) != 1:
-            raise RuntimeError(f"the shards split different nodes: {sorted(split)}")
-        node = split.pop()
-        if node == -1:
-            break
+        built = {int(grow_tree(*a, resume)[0]) for a, resume in zip(args, trees, strict=True)}
+        if len(built) != 1:
+            raise RuntimeError(f"the shards stopped at different nodes: {sorted(built)}")
+        node = built.pop()
         if node < 0:
-            continue
-        small = {int(children_histograms(*a[:5], *a[6:10], a[11], a[12], state, nodes,
-                                         np.int64(node)))
-                 for a, (state, nodes) in zip(args, trees, strict=True)}
-        reduce(small.pop())
-        for a, (state, nodes) in zip(args, trees, strict=True):
-            consider_children(a[4], a[6], a[7], a[8], a[9], a[11], a[12], a[13], state, nodes,
-                              np.int64(node))
-    return [_grown(state.counters[0], state.feature, state.bin_threshold, state.missing_left,
-                   state.node_categorical, state.cat_bitset, state.left, state.right,
-                   state.gain, nodes.count, nodes.sum_g, nodes.sum_h, state.start, state.stop)
-            for state, nodes in trees]
+            break
+        allreduce([a[9].hist_pool[r.nodes.slot[node]] for a, r in
+                   zip(args, trees, strict=True)], features)
+    return [_grown(s.counters[0], s.feature, s.bin_threshold, s.missing_left,
+                   s.node_categorical, s.cat_bitset, s.left, s.right, s.gain, n.count,
+                   n.sum_g, n.sum_h, s.start, s.stop) for s, n in trees]

@@ -36,7 +36,7 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
      right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
-        split, scratch, root, general, sparse, bynode)
+        split, scratch, root, general, sparse, bynode, None)
     reg_lambda = split.reg_lambda
     reg_alpha = split.reg_alpha
     missing_bin = feature_bins.missing_bin

@@ -12,12 +12,13 @@ only the two newest are held).
 
 A whole tree is grown in one kernel call: a tree of a few leaves on a few
 hundred rows cost ~10 Python calls per node as a Python loop, most of the
-time of a study over small datasets. The growth is written as steps
-(``open_root``, ``split_next``, ``children_histograms``, ``consider_children``)
-over a ``TreeState`` and ``Nodes`` record, and ``grow_tree`` is their loop.
-The histogram step is the seam: a data-parallel driver runs the same steps
-and sums each step's new histograms across workers before the split search,
-so every worker takes the same decisions.
+time of a study over small datasets. The histogram step is the seam for
+data-parallel training: called with a ``resume`` record, ``grow_tree`` stops
+after each histogram it builds from this worker's rows (the root's, then the
+children's of each split) and returns the node; the driver sums that
+histogram across workers and calls again, so every worker takes the same
+decisions (``grower.grow_data_parallel``). Node sums and row counts come
+from the summed histograms; each worker partitions only its own rows.
 
 Node bookkeeping is a struct of arrays indexed by node id (children get the
 next two ids). Histograms live in ``hist_pool`` slots: a splittable leaf
@@ -27,7 +28,7 @@ holds one; after a split the larger child takes over the parent's slot
 
 import numpy as np
 
-from ._jit import kernel
+from ._jit import inline, kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
 from .records import Nodes, TreeState
@@ -43,8 +44,12 @@ from .splitting import (
     find_best_splits,
 )
 
-# TreeState.counters
-N_NODES, N_LEAVES, N_FREE = 0, 1, 2
+# TreeState.counters: nodes, leaves, free histogram slots; where a resumed growth
+# stands (grow_tree's ``resume``) and the node whose children it stopped at
+N_NODES, N_LEAVES, N_FREE, PHASE, PENDING = 0, 1, 2, 3, 4
+# the phases: the root's histogram to build; the root to open (its histogram summed);
+# the pending node's children to consider (their histograms summed); the tree done
+START, OPEN_ROOT, CONSIDER, DONE = 0, 1, 2, 3
 
 
 @kernel
@@ -142,8 +147,8 @@ def _sparse_column(sparse, f, column):
         column[sparse.rows[j]] = sparse.bins[j]
 
 
-@kernel
-def _new_tree(capacity, n_slots):
+@inline
+def new_tree(capacity, n_slots):
     """A tree's ``TreeState`` and ``Nodes``, every node a leaf with no split."""
     # np.empty and one loop of initial values: np.full and np.zeros compile an
     # implementation per dtype (and a fill for each), ~1 s of a first fit's compilation
@@ -201,10 +206,12 @@ def _new_tree(capacity, n_slots):
     free_slots = np.empty(n_slots, dtype=np.int64)  # a stack: slot 0 on top
     for j in range(n_slots):
         free_slots[j] = n_slots - 1 - j
-    counters = np.empty(3, dtype=np.int64)
+    counters = np.empty(5, dtype=np.int64)
     counters[N_NODES] = 1
     counters[N_LEAVES] = 1
     counters[N_FREE] = n_slots
+    counters[PHASE] = START
+    counters[PENDING] = -1
     state = TreeState(feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
                       right, gain, start, stop, free_slots, counters)
     nodes = Nodes(depth, count, sum_g, sum_h, slot, split_gain, split_feature, split_bin,
@@ -213,218 +220,26 @@ def _new_tree(capacity, n_slots):
 
 
 @kernel
-def _take_slot(node, nodes, state):
-    """Give ``node`` a free histogram slot; return it."""
-    n_free = state.counters[N_FREE] - 1
-    state.counters[N_FREE] = n_free
-    nodes.slot[node] = state.free_slots[n_free]
-    return nodes.slot[node]
+def _release(node, slot, free_slots, n_free):
+    """Give ``node``'s histogram slot back; return the new number of free slots."""
+    if slot[node] >= 0:
+        free_slots[n_free] = slot[node]
+        slot[node] = -1
+        n_free += 1
+    return n_free
 
 
 @kernel
-def _release(node, nodes, state):
-    """Give ``node``'s histogram slot back."""
-    if nodes.slot[node] >= 0:
-        n_free = state.counters[N_FREE]
-        state.free_slots[n_free] = nodes.slot[node]
-        nodes.slot[node] = -1
-        state.counters[N_FREE] = n_free + 1
-
-
-@kernel
-def _can_split(node, nodes, tree, split):
+def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child_weight):
     """Whether ``node`` may be split at all (depth, rows and hessian mass)."""
-    if tree.max_depth >= 0 and nodes.depth[node] >= tree.max_depth:
+    if max_depth >= 0 and depth[node] >= max_depth:
         return False
-    return (nodes.count[node] >= 2 * split.min_samples_leaf
-            and nodes.sum_h[node] >= 2 * split.min_child_weight)
-
-
-@kernel
-def root_histogram(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                   feature_bins, tree, scratch, root, general, sparse, state, nodes):
-    """Step 1: the root's rows, sums and histogram (of this worker's rows)."""
-    n_rows = sample_indices.shape[0]
-    state.stop[0] = n_rows
-    nodes.count[0] = n_rows
-    hist = scratch.hist_pool[_take_slot(np.int64(0), nodes, state)]
-    if sparse is not None:
-        nodes.sum_g[0] = sparse.root_sums[0]
-        nodes.sum_h[0] = sparse.root_sums[1]
-        _sparse_histograms(sparse, sample_indices, gradient, hessian, features, feature_bins,
-                           nodes, state, scratch.hist_pool, np.int64(0), np.int64(-1))
-    elif root.output >= 0:
-        _copy_root(hist, root.multi, root.counts, root.output, features,
-                   feature_bins.n_bins_non_missing, feature_bins.missing_bin)
-    elif all_rows and n_rows * features.shape[0] >= tree.serial_histogram_updates:
-        _zero_used_bins(hist, features, feature_bins.n_bins_non_missing,
-                        feature_bins.missing_bin)
-        build_histograms_root(X_binned, gradient, hessian, features, hist)
-    else:
-        _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
-                              feature_bins, scratch, hist, tree.serial_histogram_updates,
-                              general)
-
-
-@kernel
-def open_root(features, feature_bins, tree, split, scratch, general, sparse, bynode, state,
-              nodes):
-    """Step 2: the root's sums and row count (dense: from its histogram) and best split."""
-    if sparse is None:
-        hist = scratch.hist_pool[nodes.slot[0]]
-        g0 = 0.0
-        h0 = 0.0
-        f0 = features[0]
-        for b in range(feature_bins.n_bins_non_missing[f0]):
-            g0 += hist[f0, b, 0]
-            h0 += hist[f0, b, 1]
-        # the empty slots between would add +0.0, which changes no sum
-        g0 += hist[f0, feature_bins.missing_bin, 0]
-        h0 += hist[f0, feature_bins.missing_bin, 1]
-        nodes.sum_g[0] = g0
-        nodes.sum_h[0] = h0
-        # the rows of every worker, once histograms are summed across workers (the
-        # counts are whole numbers, exact in float64)
-        c0 = 0.0
-        for b in range(feature_bins.n_bins_non_missing[f0]):
-            c0 += hist[f0, b, 2]
-        nodes.count[0] = np.int64(c0 + hist[f0, feature_bins.missing_bin, 2])
-    # node ids as int64 values, not the literals 0, 1 or -1: a kernel called with a
-    # literal argument compiles a specialisation of its own for it
-    root_node = np.int64(0)
-    _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general, bynode)
-    if nodes.candidate[0] == 0 or sparse is not None:
-        _release(root_node, nodes, state)
-
-
-@kernel
-def split_next(X_binned, sample_indices, feature_bins, tree, split, scratch, general, sparse,
-               state, nodes):
-    """Step 3: split the best candidate leaf; return it, or -1 when growth is over.
-
-    Returns -2 - node instead when the node is split but neither child needs a
-    histogram (no further split possible), so the caller skips steps 4 and 5.
-    """
-    if state.counters[N_LEAVES] >= tree.max_leaf_nodes:
-        return np.int64(-1)
-    candidate = nodes.candidate
-    split_gain = nodes.split_gain
-    node = np.int64(-1)
-    best = 0.0
-    for j in range(state.counters[N_NODES]):
-        if candidate[j] and (node < 0 or split_gain[j] > best):
-            node = j
-            best = split_gain[j]
-    if node < 0:
-        return node
-    candidate[node] = 0
-    f = nodes.split_feature[node]
-    is_categorical = feature_bins.is_categorical
-    column = f
-    if sparse is not None:  # partition on the feature's column, materialised
-        _sparse_column(sparse, f, X_binned[0])
-        column = np.int32(0)
-    rows = sample_indices[state.start[node]:state.stop[node]]
-    if general is not None and rows.shape[0] >= tree.serial_partition_rows:
-        n_left = partition_rows(rows, X_binned, column, is_categorical[f] == 1,
-                                nodes.split_bin[node], nodes.split_ml[node] == 1,
-                                feature_bins.missing_bin, nodes.split_bitset[node],
-                                scratch.left_buffer, scratch.right_buffer)
-    else:
-        n_left = partition_rows_serial(rows, X_binned, column, is_categorical[f] == 1,
-                                       nodes.split_bin[node], nodes.split_ml[node] == 1,
-                                       feature_bins.missing_bin, nodes.split_bitset[node],
-                                       scratch.left_buffer, scratch.right_buffer)
-    state.feature[node] = f
-    state.bin_threshold[node] = nodes.split_bin[node]
-    state.missing_left[node] = nodes.split_ml[node]
-    state.node_categorical[node] = is_categorical[f]
-    for w in range(BITSET_WORDS):  # array assignment would compile a broadcast
-        state.cat_bitset[node, w] = nodes.split_bitset[node, w]
-    state.gain[node] = split_gain[node]
-    lc = state.counters[N_NODES]
-    rc = lc + 1
-    state.counters[N_NODES] = lc + 2
-    state.left[node] = lc
-    state.right[node] = rc
-    mid = state.start[node] + n_left
-    state.start[lc] = state.start[node]
-    state.stop[lc] = mid
-    state.start[rc] = mid
-    state.stop[rc] = state.stop[node]
-    nodes.sum_g[lc] = nodes.split_gl[node]
-    nodes.sum_h[lc] = nodes.split_hl[node]
-    nodes.count[lc] = nodes.split_cl[node]
-    nodes.sum_g[rc] = nodes.sum_g[node] - nodes.split_gl[node]
-    nodes.sum_h[rc] = nodes.sum_h[node] - nodes.split_hl[node]
-    nodes.count[rc] = nodes.count[node] - nodes.split_cl[node]
-    nodes.depth[lc] = nodes.depth[node] + 1
-    nodes.depth[rc] = nodes.depth[node] + 1
-    state.counters[N_LEAVES] += 1
-    if state.counters[N_LEAVES] < tree.max_leaf_nodes and (
-            _can_split(lc, nodes, tree, split) or _can_split(rc, nodes, tree, split)):
-        return node
-    _release(node, nodes, state)
-    return -2 - node
-
-
-@kernel
-def children_histograms(X_binned, gradient, hessian, sample_indices, features, feature_bins,
-                        tree, split, scratch, general, sparse, state, nodes, node):
-    """Step 4: the histograms to build for ``node``'s children, of this worker's rows.
-
-    Dense: the smaller child's (by row count, which is the same on every
-    worker); sparse: each child that may be split. Returns the child built
-    first; a data-parallel driver sums the new histograms across workers here.
-    """
-    lc = state.left[node]
-    rc = state.right[node]
-    if sparse is not None:
-        a = np.int64(-1)
-        b = np.int64(-1)
-        for child in range(lc, rc + 1):
-            if _can_split(child, nodes, tree, split):
-                _take_slot(child, nodes, state)
-                if a < 0:
-                    a = child
-                else:
-                    b = child
-        _sparse_histograms(sparse, sample_indices, gradient, hessian, features, feature_bins,
-                           nodes, state, scratch.hist_pool, a, b)
-        return a
-    small = lc if nodes.count[lc] <= nodes.count[rc] else rc
-    _build_node_histogram(X_binned, sample_indices[state.start[small]:state.stop[small]],
-                          gradient, hessian, features, feature_bins, scratch,
-                          scratch.hist_pool[_take_slot(small, nodes, state)],
-                          tree.serial_histogram_updates, general)
-    return small
-
-
-@kernel
-def consider_children(features, feature_bins, tree, split, scratch, general, sparse, bynode,
-                      state, nodes, node):
-    """Step 5: the children's histograms complete, their best splits; ``node`` done."""
-    lc = state.left[node]
-    rc = state.right[node]
-    if sparse is None:
-        small = lc if nodes.count[lc] <= nodes.count[rc] else rc
-        large = rc if small == lc else lc
-        # the larger child's histogram is the parent's minus the smaller's
-        nodes.slot[large] = nodes.slot[node]
-        nodes.slot[node] = -1
-        _subtract_used_bins(scratch.hist_pool[nodes.slot[large]],
-                            scratch.hist_pool[nodes.slot[small]], features,
-                            feature_bins.n_bins_non_missing, feature_bins.missing_bin)
-    for child in range(lc, rc + 1):  # left, then right
-        _consider(child, nodes, features, feature_bins, tree, split, scratch, general, bynode)
-        if nodes.candidate[child] == 0 or sparse is not None:
-            _release(child, nodes, state)
-    _release(node, nodes, state)
+    return count[node] >= 2 * min_samples_leaf and sum_h[node] >= 2 * min_child_weight
 
 
 @kernel
 def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins,
-              tree, split, scratch, root, general, sparse, bynode):
+              tree, split, scratch, root, general, sparse, bynode, resume):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major; for sparse data a
     # (1, n_samples) buffer the split feature's column is written to  # IN
@@ -437,30 +252,226 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # general: True, or None for a lean tree: dense, no categorical feature, and
     # no node past the root reaches the parallel partition or histogram thresholds
     # (the caller's promise, TreeGrower.kernel_arguments). Numba prunes the
-    # branches on ``general is not None`` (and on ``sparse``/``bynode`` being None)
-    # before typing them, so the lean specialisation compiles neither the
-    # parallel node kernels nor the categorical split search: a small numerical
-    # fit, a new user's first, compiles in about half the time
-    # (benchmarks/bench_first_fit.py).
+    # branches on ``general is not None`` (and on ``sparse``, ``bynode`` and
+    # ``resume`` being None) before typing them, so the lean specialisation
+    # compiles neither the parallel node kernels nor the categorical split search:
+    # a small numerical fit, a new user's first, compiles in about half the time
+    # (benchmarks/bench_first_fit.py). The steps are written in this one function,
+    # not as kernels of their own: each kernel taking the records cost ~0.5-1 s of
+    # a first fit's compilation.
     # sparse: records.SparseBins for sparse data, else None
     # bynode: records.NodeColumns for colsample_bynode < 1, else None
-    state, nodes = _new_tree(2 * tree.max_leaf_nodes - 1, scratch.hist_pool.shape[0])
-    root_histogram(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                   feature_bins, tree, scratch, root, general, sparse, state, nodes)
-    open_root(features, feature_bins, tree, split, scratch, general, sparse, bynode, state,
-              nodes)
+    # resume: None to grow the whole tree; or records.Resume (a TreeState and its
+    # Nodes, from new_tree) to run until a histogram built from this worker's rows
+    # must be summed across workers: the call returns that node's id in place of
+    # n_nodes (-1 when the tree is done), and the next call goes on from there
+    # (grower.grow_data_parallel)
+    if resume is None:
+        state, nodes = new_tree(2 * tree.max_leaf_nodes - 1, scratch.hist_pool.shape[0])
+    else:
+        state = resume.state
+        nodes = resume.nodes
+    counters = state.counters
+    hist_pool = scratch.hist_pool
+    n_bins_non_missing = feature_bins.n_bins_non_missing
+    is_categorical = feature_bins.is_categorical
+    missing_bin = feature_bins.missing_bin
+    # node ids as int64 values, not the literals 0, 1 or -1: a kernel called with a
+    # literal argument compiles a specialisation of its own for it
+    root_node = np.int64(0)
+    phase = counters[PHASE]
+    slot = nodes.slot
+    free_slots = state.free_slots
+    n_free = counters[N_FREE]  # written back where a resumed growth returns
+    depth = nodes.depth
+    count = nodes.count
+    sum_g = nodes.sum_g
+    sum_h = nodes.sum_h
+    start = state.start
+    stop = state.stop
+    candidate = nodes.candidate
+    split_gain = nodes.split_gain
+    max_depth = tree.max_depth
+    min_samples_leaf = split.min_samples_leaf
+    min_child_weight = split.min_child_weight
+
+    # ---- the root's rows, sums and histogram -------------------------------------
+    if phase == START:
+        n_rows = sample_indices.shape[0]
+        state.stop[0] = n_rows
+        nodes.count[0] = n_rows
+        n_free -= 1
+        slot[0] = free_slots[n_free]
+        hist = hist_pool[slot[0]]
+        if sparse is not None:
+            nodes.sum_g[0] = sparse.root_sums[0]
+            nodes.sum_h[0] = sparse.root_sums[1]
+            _sparse_histograms(sparse, sample_indices, gradient, hessian, features,
+                               feature_bins, nodes, state, hist_pool, root_node,
+                               np.int64(-1))
+        elif root.output >= 0:
+            _copy_root(hist, root.multi, root.counts, root.output, features,
+                       n_bins_non_missing, missing_bin)
+        elif all_rows and n_rows * features.shape[0] >= tree.serial_histogram_updates:
+            _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
+            build_histograms_root(X_binned, gradient, hessian, features, hist)
+        else:
+            _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
+                                  feature_bins, scratch, hist, tree.serial_histogram_updates,
+                                  general)
+        if resume is not None:
+            counters[PHASE] = OPEN_ROOT
+            counters[N_FREE] = n_free
+            return _result(root_node, state, nodes)
+        phase = OPEN_ROOT
+    if phase == OPEN_ROOT:
+        if sparse is None:  # sums and rows from the (summed) histogram
+            hist = hist_pool[nodes.slot[0]]
+            g0 = 0.0
+            h0 = 0.0
+            c0 = 0.0
+            f0 = features[0]
+            for b in range(n_bins_non_missing[f0]):
+                g0 += hist[f0, b, 0]
+                h0 += hist[f0, b, 1]
+                c0 += hist[f0, b, 2]
+            # the empty slots between would add +0.0, which changes no sum
+            nodes.sum_g[0] = g0 + hist[f0, missing_bin, 0]
+            nodes.sum_h[0] = h0 + hist[f0, missing_bin, 1]
+            # counts are whole numbers, exact in float64
+            nodes.count[0] = np.int64(c0 + hist[f0, missing_bin, 2])
+        _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
+                  bynode)
+        if nodes.candidate[0] == 0 or sparse is not None:
+            n_free = _release(root_node, slot, free_slots, n_free)
+
+    # ---- best-first growth -----------------------------------------------------------
+    node = counters[PENDING]
+    pending = phase == CONSIDER  # resumed with node's children's histograms summed
     while True:
-        node = split_next(X_binned, sample_indices, feature_bins, tree, split, scratch,
-                          general, sparse, state, nodes)
-        if node == -1:
-            break
-        if node >= 0:
-            children_histograms(X_binned, gradient, hessian, sample_indices, features,
-                                feature_bins, tree, split, scratch, general, sparse, state,
-                                nodes, node)
-            consider_children(features, feature_bins, tree, split, scratch, general, sparse,
-                              bynode, state, nodes, node)
-    return (state.counters[N_NODES], state.feature, state.bin_threshold, state.missing_left,
+        if not pending:
+            if counters[N_LEAVES] >= tree.max_leaf_nodes:
+                break
+            node = np.int64(-1)
+            best = 0.0
+            for j in range(counters[N_NODES]):
+                if candidate[j] and (node < 0 or split_gain[j] > best):
+                    node = j
+                    best = split_gain[j]
+            if node < 0:
+                break
+            # split it
+            candidate[node] = 0
+            f = nodes.split_feature[node]
+            column = f
+            if sparse is not None:  # partition on the feature's column, materialised
+                _sparse_column(sparse, f, X_binned[0])
+                column = np.int32(0)
+            rows = sample_indices[start[node]:stop[node]]
+            if general is not None and rows.shape[0] >= tree.serial_partition_rows:
+                n_left = partition_rows(rows, X_binned, column, is_categorical[f] == 1,
+                                        nodes.split_bin[node], nodes.split_ml[node] == 1,
+                                        missing_bin, nodes.split_bitset[node],
+                                        scratch.left_buffer, scratch.right_buffer)
+            else:
+                n_left = partition_rows_serial(rows, X_binned, column, is_categorical[f] == 1,
+                                               nodes.split_bin[node],
+                                               nodes.split_ml[node] == 1, missing_bin,
+                                               nodes.split_bitset[node], scratch.left_buffer,
+                                               scratch.right_buffer)
+            state.feature[node] = f
+            state.bin_threshold[node] = nodes.split_bin[node]
+            state.missing_left[node] = nodes.split_ml[node]
+            state.node_categorical[node] = is_categorical[f]
+            for w in range(BITSET_WORDS):  # array assignment would compile a broadcast
+                state.cat_bitset[node, w] = nodes.split_bitset[node, w]
+            state.gain[node] = split_gain[node]
+            lc = counters[N_NODES]
+            rc = lc + 1
+            counters[N_NODES] = lc + 2
+            state.left[node] = lc
+            state.right[node] = rc
+            mid = start[node] + n_left
+            start[lc] = start[node]
+            stop[lc] = mid
+            start[rc] = mid
+            stop[rc] = stop[node]
+            sum_g[lc] = nodes.split_gl[node]
+            sum_h[lc] = nodes.split_hl[node]
+            count[lc] = nodes.split_cl[node]
+            sum_g[rc] = sum_g[node] - nodes.split_gl[node]
+            sum_h[rc] = sum_h[node] - nodes.split_hl[node]
+            count[rc] = count[node] - nodes.split_cl[node]
+            depth[lc] = depth[node] + 1
+            depth[rc] = depth[node] + 1
+            counters[N_LEAVES] += 1
+            if counters[N_LEAVES] >= tree.max_leaf_nodes or not (
+                    _can_split(lc, depth, count, sum_h, max_depth, min_samples_leaf,
+                               min_child_weight)
+                    or _can_split(rc, depth, count, sum_h, max_depth, min_samples_leaf,
+                                  min_child_weight)):
+                n_free = _release(node, slot, free_slots, n_free)
+                continue
+            # the children's histograms from this worker's rows: dense, the smaller
+            # child's (by row count, the same on every worker); sparse, each child's
+            # that may be split
+            if sparse is not None:
+                a = np.int64(-1)
+                b = np.int64(-1)
+                for child in range(lc, rc + 1):
+                    if _can_split(child, depth, count, sum_h, max_depth, min_samples_leaf,
+                                  min_child_weight):
+                        n_free -= 1
+                        slot[child] = free_slots[n_free]
+                        if a < 0:
+                            a = child
+                        else:
+                            b = child
+                _sparse_histograms(sparse, sample_indices, gradient, hessian, features,
+                                   feature_bins, nodes, state, hist_pool, a, b)
+                built = a
+            else:
+                built = lc if count[lc] <= count[rc] else rc
+                n_free -= 1
+                slot[built] = free_slots[n_free]
+                _build_node_histogram(
+                    X_binned, sample_indices[start[built]:stop[built]], gradient,
+                    hessian, features, feature_bins, scratch, hist_pool[slot[built]],
+                    tree.serial_histogram_updates, general)
+            if resume is not None:  # to be summed across workers before the split search
+                counters[PHASE] = CONSIDER
+                counters[PENDING] = node
+                counters[N_FREE] = n_free
+                return _result(built, state, nodes)
+        pending = False
+        lc = state.left[node]
+        rc = state.right[node]
+        if sparse is None:
+            small = lc if count[lc] <= count[rc] else rc
+            large = rc if small == lc else lc
+            # the larger child's histogram is the parent's minus the smaller's
+            nodes.slot[large] = nodes.slot[node]
+            nodes.slot[node] = -1
+            _subtract_used_bins(hist_pool[nodes.slot[large]], hist_pool[nodes.slot[small]],
+                                features, n_bins_non_missing, missing_bin)
+        for child in range(lc, rc + 1):  # left, then right
+            _consider(child, nodes, features, feature_bins, tree, split, scratch, general,
+                      bynode)
+            if candidate[child] == 0 or sparse is not None:
+                n_free = _release(child, slot, free_slots, n_free)
+        n_free = _release(node, slot, free_slots, n_free)
+    if resume is not None:
+        counters[PHASE] = DONE
+        counters[N_FREE] = n_free
+        return _result(np.int64(-1), state, nodes)
+    return _result(counters[N_NODES], state, nodes)
+
+
+@inline
+def _result(first, state, nodes):
+    """What grow_tree returns: n_nodes (resumed: the node to sum, -1 when done), then the
+    node arrays and each node's row slice."""
+    return (first, state.feature, state.bin_threshold, state.missing_left,
             state.node_categorical, state.cat_bitset, state.left, state.right, state.gain,
             nodes.count, nodes.sum_g, nodes.sum_h, state.start, state.stop)
 
@@ -509,7 +520,9 @@ def _node_features(node, features, bynode):
 @kernel
 def _consider(node, nodes, features, feature_bins, tree, split, scratch, general, bynode):
     """Find ``node``'s best split; mark it a candidate if the gain is worth a split."""
-    if nodes.slot[node] < 0 or not _can_split(node, nodes, tree, split):
+    if nodes.slot[node] < 0 or not _can_split(node, nodes.depth, nodes.count, nodes.sum_h,
+                                              tree.max_depth, split.min_samples_leaf,
+                                              split.min_child_weight):
         return
     candidates = _node_features(node, features, bynode)
     n_used = candidates.shape[0]

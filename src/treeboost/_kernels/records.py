@@ -52,7 +52,8 @@ Nodes = namedtuple("Nodes", [
 #: a tree being grown, besides its per-node growth state (Nodes): the node arrays
 #: grow_tree returns (indexed by node id, 2 max_leaf_nodes - 1 of them), each node's
 #: slice of sample_indices, the stack of free histogram slots, and the counters
-#: (n_nodes, n_leaves, n_free) in one int64 array so that the steps can update them
+#: (n_nodes, n_leaves, n_free, phase, pending node) in one int64 array, which a
+#: resumed growth updates
 TreeState = namedtuple("TreeState", [
     "feature", "bin_threshold", "missing_left", "node_categorical", "cat_bitset", "left",
     "right", "gain", "start", "stop", "free_slots", "counters"])
@@ -69,3 +70,6 @@ SparseBins = namedtuple("SparseBins", ["col_ptr", "rows", "bins", "zero_bin", "m
 #: k int64 (1,), the features each node may use; mark uint8 (n_features,) zeros and
 #: chosen int32 (n_features,) scratch
 NodeColumns = namedtuple("NodeColumns", ["seed", "k", "mark", "chosen"])
+
+#: a tree grown step by step (grow_tree's ``resume``): its TreeState and Nodes
+Resume = namedtuple("Resume", ["state", "nodes"])
