@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
-from ._kernels.booster import grow_newton_tree
+from ._kernels.booster import grow_newton_tree, raw_thresholds
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
@@ -351,10 +351,10 @@ class Booster:
 
     def _make_tree(self, grown: GrownTree, value: np.ndarray) -> Tree:
         """The tree of ``grown`` with node values ``value``; thresholds in raw units."""
-        internal = grown.left >= 0
-        threshold = np.zeros(grown.left.size, dtype=np.float64)
-        threshold[internal] = self.bin_mapper.thresholds(grown.feature[internal],
-                                                         grown.bin_threshold[internal])
+        bm = self.bin_mapper
+        threshold = np.empty(grown.left.size, dtype=np.float64)
+        raw_thresholds(grown.feature, grown.bin_threshold, grown.left, grown.is_categorical,
+                       bm.bin_edges_, bm.n_edges_, threshold)
         return Tree(feature=grown.feature, threshold=threshold,
                     bin_threshold=grown.bin_threshold, missing_left=grown.missing_left,
                     is_categorical=grown.is_categorical, cat_bitset=grown.cat_bitset,
