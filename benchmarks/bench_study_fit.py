@@ -6,16 +6,10 @@ benchmark times 64 is close to a study's CPU time. Each fit runs exactly as in a
 worker (one thread, binned data shared across configurations, test scores read
 incrementally).
 
-``--compare-python`` also times every fit with the grower's Python loop and the
-booster's Python per-tree steps (``grower._KERNEL_GROWTH = False``: the path taken
-before trees were grown and finished in one kernel call) in the same run, and prints
-the ratio; the scores must be identical.
-
 Usage::
 
     python benchmarks/bench_study_fit.py [--datasets ../shared/datasets]
         [--leaves 6] [--subsample 0.8] [--learning-rate 0.1] [--only NAME ...]
-        [--compare-python]
 """
 
 from __future__ import annotations
@@ -24,7 +18,6 @@ import argparse
 import time
 from pathlib import Path
 
-from treeboost import grower as grower_module
 from treeboost.study import fitting
 from treeboost.study.data import discover
 
@@ -48,7 +41,6 @@ def main() -> None:
     parser.add_argument("--subsample", type=float, default=0.8)
     parser.add_argument("--learning-rate", type=float, default=0.1)
     parser.add_argument("--only", nargs="*", default=None)
-    parser.add_argument("--compare-python", action="store_true")
     args = parser.parse_args()
     if not Path(args.datasets).is_dir():
         parser.error(f"{args.datasets} not found")
@@ -58,35 +50,17 @@ def main() -> None:
             "subsample": args.subsample}
     fitting.init_worker()  # one thread, as a study worker
     # compile (or load from the cache) every kernel before timing
-    for flag in (True, False) if args.compare_python else (True,):
-        grower_module._KERNEL_GROWTH = flag
-        fitting.run_fit(fitting.FitTask(specs[0], 1, 0, 0, False, base, (5,)))
+    fitting.run_fit(fitting.FitTask(specs[0], 1, 0, 0, False, base, (5,)))
     rows = []
     for spec in specs:
-        grower_module._KERNEL_GROWTH = True
         seconds, scores = time_fit(spec, base)
-        python = None
-        if args.compare_python:
-            grower_module._KERNEL_GROWTH = False
-            python, python_scores = time_fit(spec, base)
-            if python_scores != scores:
-                raise SystemExit(f"{spec.name}: the two paths scored differently")
-        rows.append((seconds, python, spec.name, scores[1000]))
+        rows.append((seconds, spec.name, scores[1000]))
     rows.sort(reverse=True)
-    header = f"{'dataset':30s} {'seconds':>8s}"
-    header += f" {'python':>8s} {'ratio':>6s}" if args.compare_python else ""
-    print(f"{header} {'accuracy@1000':>14s}")
-    for seconds, python, name, accuracy in rows:
-        line = f"{name:30s} {seconds:8.3f}"
-        if python is not None:
-            line += f" {python:8.3f} {seconds / python:6.2f}"
-        print(f"{line} {accuracy:14.4f}")
+    print(f"{'dataset':30s} {'seconds':>8s} {'accuracy@1000':>14s}")
+    for seconds, name, accuracy in rows:
+        print(f"{name:30s} {seconds:8.3f} {accuracy:14.4f}")
     total = sum(r[0] for r in rows)
-    line = f"{'total (' + str(len(rows)) + ' datasets)':30s} {total:8.3f}"
-    if args.compare_python:
-        total_python = sum(r[1] for r in rows)
-        line += f" {total_python:8.3f} {total / total_python:6.2f}"
-    print(line)
+    print(f"{'total (' + str(len(rows)) + ' datasets)':30s} {total:8.3f}")
     print(f"x 64 fits per dataset in a grid study: ~{64 * total / 60:.0f} CPU minutes")
 
 

@@ -14,7 +14,10 @@ from reference import (
 )
 from treeboost import grower as grower_module
 from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE
-from treeboost.grower import GrowerParams, TreeGrower
+from treeboost._kernels.grower import _node_features
+from treeboost._kernels.records import NodeColumns
+from treeboost.binning import SparseBinned
+from treeboost.grower import GrowerParams, TreeGrower, grow_data_parallel
 
 N_BINS_NON_MISSING = 255
 
@@ -23,14 +26,6 @@ N_BINS_NON_MISSING = 255
 # over the rows: the difference is a few eps64 times the root's sum of |g| or h
 # (<= 4,000 here), so <= ~1e-11; 1e-8 leaves room for deep trees.
 SUM_ATOL = 1e-8
-
-
-@pytest.fixture(autouse=True, params=["kernel", "python"])
-def growth(request, monkeypatch):
-    """Every test runs on both growers: one kernel call per tree, and the Python loop
-    (used for sparse data, per-node column sampling and unbounded trees)."""
-    monkeypatch.setattr(grower_module, "_KERNEL_GROWTH", request.param == "kernel")
-    return request.param
 
 
 def random_data(n_samples=4000, n_features=4, seed=0, missing=0.05):
@@ -182,11 +177,9 @@ def test_serial_and_parallel_kernels_grow_the_same_tree(monkeypatch):
     assert a.leaf_nodes.size == 16
 
 
-def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels(monkeypatch, growth):
+def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels(monkeypatch):
     """grow_tree's lean specialisation (``general=None``) has no parallel node kernels
     and no categorical scan: it may be chosen only where no node would use them."""
-    if growth == "python":
-        pytest.skip("a property of the kernel's arguments")
     monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", 1000)
     monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 3000)
     monkeypatch.setattr(grower_module.numba, "get_num_threads", lambda: 2)
@@ -199,7 +192,7 @@ def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels(monkeypatch
                             GrowerParams())
         args = grower.kernel_arguments(g, h, np.arange(n_rows, dtype=INDEX_DTYPE),
                                        np.arange(n_used, dtype=NODE_DTYPE), all_rows)
-        return args[-1]
+        return args[11]
 
     # all rows: the root's histogram has its own parallel kernel; children hold at
     # most half the rows
@@ -414,6 +407,23 @@ TREE_ARRAYS = ("feature", "bin_threshold", "missing_left", "is_categorical", "ca
                "leaf_starts", "leaf_stops")
 
 
+def _sparse_binned(X):
+    """X (feature-major bins) as binning.SparseBinned, each feature's most common bin as
+    its zero bin (the entries left out)."""
+    col_ptr, rows, bins, zero_bin = [0], [], [], []
+    for column in X:
+        z = np.bincount(column, minlength=256).argmax()
+        kept = np.flatnonzero(column != z)
+        rows.append(kept)
+        bins.append(column[kept])
+        col_ptr.append(col_ptr[-1] + kept.size)
+        zero_bin.append(z)
+    return SparseBinned(np.array(col_ptr, dtype=np.int64),
+                        np.concatenate(rows).astype(INDEX_DTYPE),
+                        np.concatenate(bins).astype(np.uint8),
+                        np.array(zero_bin, dtype=np.uint8), X.shape[1])
+
+
 @pytest.mark.parametrize("params", [
     {"max_leaf_nodes": 10},
     {"max_leaf_nodes": 31, "min_samples_leaf": 5, "max_depth": 4},
@@ -421,26 +431,146 @@ TREE_ARRAYS = ("feature", "bin_threshold", "missing_left", "is_categorical", "ca
      "min_split_gain": 0.3},
 ])
 @pytest.mark.parametrize("subset", [False, True])
-def test_kernel_and_python_growth_grow_identical_trees(params, subset, growth, monkeypatch):
-    if growth == "python":
-        pytest.skip("one comparison is enough")
+def test_sparse_data_grows_the_dense_tree(params, subset):
+    """Sparse histograms (stored entries plus the zero bin completed from the node's
+    totals) feed the same split search: the same tree, sums equal to round-off."""
     X, g, h = random_data(n_samples=3000, n_features=5, seed=7)
-    # few distinct values in two features (bins past them unused), one categorical
-    X[1] %= 7
-    X[3] %= 20
+    X[1] %= 7  # few distinct values: a zero bin holding most rows
+    X[2][X[2] < 200] = 3
     rows = np.arange(1, 3000, 2) if subset else None
     trees = []
-    for flag in (True, False):
-        monkeypatch.setattr(grower_module, "_KERNEL_GROWTH", flag)
-        grower = TreeGrower(X, np.array([255, 7, 255, 20, 255], dtype=NODE_DTYPE),
-                            np.array([0, 0, 0, 1, 0], dtype=np.uint8), GrowerParams(**params))
+    for data in (X, _sparse_binned(X)):
+        grower = TreeGrower(data, np.array([255, 7, 255, 255, 255], dtype=NODE_DTYPE),
+                            np.zeros(5, dtype=np.uint8), GrowerParams(**params))
         indices = (np.arange(3000) if rows is None else rows).astype(INDEX_DTYPE)
-        tree = grower.grow(g, h, indices, np.arange(5, dtype=NODE_DTYPE),
-                           all_rows=rows is None)
-        trees.append((tree, indices))
+        trees.append((grower.grow(g, h, indices, np.arange(5, dtype=NODE_DTYPE),
+                                  all_rows=rows is None), indices))
     (a, idx_a), (b, idx_b) = trees
-    for name in TREE_ARRAYS:
-        # the same kernels called in the same order: bit-identical
+    for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count",
+                 "leaf_nodes", "leaf_starts", "leaf_stops"):
         assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert_array_equal(idx_a, idx_b)
+    for name in ("gain", "sum_g", "sum_h"):
+        assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-9, atol=SUM_ATOL)
     assert a.leaf_nodes.size > 1
+
+
+@pytest.mark.parametrize("max_depth", [1, 3, 5])
+def test_unbounded_trees_are_the_best_first_trees_of_their_depth(max_depth):
+    """max_leaf_nodes=None: every leaf that can be split is split, down to max_depth;
+    the same tree as a leaf bound no tree of that depth reaches (bit for bit)."""
+    X, g, h = random_data(seed=8)
+    a, idx_a = grow(X, g, h, max_leaf_nodes=None, max_depth=max_depth, min_samples_leaf=5)
+    b, idx_b = grow(X, g, h, max_leaf_nodes=2 ** max_depth, max_depth=max_depth,
+                    min_samples_leaf=5)
+    for name in TREE_ARRAYS:
+        assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert_array_equal(idx_a, idx_b)
+    # and no leaf above max_depth is left with a valid split
+    depth = node_depths(a)
+    nb = np.full(X.shape[0], N_BINS_NON_MISSING)
+    for node, rows in node_rows(a, idx_a).items():
+        if a.left[node] < 0 and depth[node] < max_depth:
+            gain, *_ = best_split_of_rows(X, rows, g, h, nb, min_samples_leaf=5)
+            assert not gain > 0.0
+
+
+def test_node_feature_draws_are_k_distinct_sorted_and_uniform():
+    features = np.array([2, 3, 5, 7, 11, 13, 17, 19, 23, 29], dtype=NODE_DTYPE)
+    bynode = NodeColumns(np.array([12345], dtype=np.uint64), np.array([4], dtype=np.int64),
+                         np.zeros(32, dtype=np.uint8), np.empty(32, dtype=NODE_DTYPE))
+    counts = np.zeros(features.size)
+    draws = set()
+    for node in range(4000):
+        chosen = _node_features(np.int64(node), features, bynode).copy()
+        assert chosen.size == 4
+        assert np.all(np.diff(chosen) > 0)
+        assert set(chosen) <= set(features)
+        counts += np.isin(features, chosen)
+        draws.add(tuple(chosen))
+        assert not bynode.mark.any()  # the scratch is left clean
+    # each feature in 4/10 of the draws: binomial sd sqrt(4000 * .4 * .6) ~ 31
+    assert np.all(np.abs(counts - 1600) < 6 * 31)
+    assert len(draws) > 150  # of C(10, 4) = 210 subsets
+    # the same node and seed, the same draw
+    again = _node_features(np.int64(7), features, bynode).copy()
+    assert_array_equal(again, _node_features(np.int64(7), features, bynode))
+
+
+def test_per_node_column_sampling_splits_on_the_best_threshold_of_the_drawn_feature():
+    X, g, h = random_data(n_samples=3000, n_features=8, seed=9)
+    rng = np.random.default_rng(0)
+    grower = TreeGrower(X, np.full(8, N_BINS_NON_MISSING, dtype=NODE_DTYPE),
+                        np.zeros(8, dtype=np.uint8),
+                        GrowerParams(max_leaf_nodes=12, min_samples_leaf=5,
+                                     colsample_bynode=0.25))
+    features = np.arange(8, dtype=NODE_DTYPE)
+    used, worse = set(), 0
+    nb = np.full(8, N_BINS_NON_MISSING)
+    for _ in range(3):
+        indices = np.arange(3000, dtype=INDEX_DTYPE)
+        tree = grower.grow(g, h, indices, features, rng, all_rows=True)
+        for node, rows in node_rows(tree, indices).items():
+            if tree.left[node] < 0:
+                continue
+            f = tree.feature[node]
+            used.add(int(f))
+            hist = histogram(X, rows, g, h)
+            sg, sh, c = hist[f].sum(axis=0)
+            gain, b, ml, *_ = best_split(hist[f], N_BINS_NON_MISSING, sg, sh, c,
+                                         min_samples_leaf=5)
+            assert (tree.bin_threshold[node], tree.missing_left[node]) == (b, ml)
+            best = best_split_of_rows(X, rows, g, h, nb, min_samples_leaf=5)[0]
+            assert gain <= best * (1 + 1e-12)
+            worse += gain < best * (1 - 1e-9)
+    # two features a node: the best one is often not drawn
+    assert worse > 0
+    assert len(used) > 2
+
+
+def _sum_across(hists, features):
+    # shard by shard, in shard order; the bins past a feature's used ones hold what
+    # np.empty left there (never read), hence the errstate
+    with np.errstate(all="ignore"):
+        total = np.sum(hists, axis=0)
+    for hist in hists:
+        hist[features] = total[features]
+
+
+@pytest.mark.parametrize("n_shards", [1, 2, 3])
+def test_data_parallel_steps_grow_the_single_process_tree(n_shards):
+    """The histogram seam: the grower's steps over row shards, histograms summed across
+    shards, grow the tree one process grows on all the rows (one shard: bit for bit)."""
+    X, g, h = random_data(n_samples=6000, n_features=5, seed=11)
+    X[3] %= 9
+    nb = np.array([255, 255, 255, 9, 255], dtype=NODE_DTYPE)
+    params = {"max_leaf_nodes": 16, "min_samples_leaf": 20, "reg_lambda": 1.0}
+    features = np.arange(5, dtype=NODE_DTYPE)
+    whole = TreeGrower(X, nb, np.zeros(5, dtype=np.uint8), GrowerParams(**params))
+    indices = np.arange(6000, dtype=INDEX_DTYPE)
+    single = whole.grow(g, h, indices, features)
+    shards = np.array_split(np.random.default_rng(0).permutation(6000), n_shards)
+    shards = [np.sort(s) for s in shards]
+    growers = [TreeGrower(np.ascontiguousarray(X[:, s]), nb, np.zeros(5, dtype=np.uint8),
+                          GrowerParams(**params)) for s in shards]
+    local = [np.arange(s.size, dtype=INDEX_DTYPE) for s in shards]
+    trees = grow_data_parallel(growers, [g[s] for s in shards], [h[s] for s in shards], local,
+                               features, _sum_across)
+    for tree in trees:
+        for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count",
+                     "leaf_nodes"):
+            assert_array_equal(getattr(tree, name), getattr(single, name), err_msg=name)
+        if n_shards == 1:
+            for name in TREE_ARRAYS:
+                assert_array_equal(getattr(tree, name), getattr(single, name), err_msg=name)
+        else:  # sums in another order
+            for name in ("gain", "sum_g", "sum_h"):
+                assert_allclose(getattr(tree, name), getattr(single, name), rtol=1e-9,
+                                atol=SUM_ATOL)
+    assert single.leaf_nodes.size == 16
+    # each leaf's rows: the union over the shards of the shard's rows in that leaf
+    for j in range(single.leaf_nodes.size):
+        rows = np.concatenate([s[idx[t.leaf_starts[j]:t.leaf_stops[j]]]
+                               for s, idx, t in zip(shards, local, trees, strict=True)])
+        expected = indices[single.leaf_starts[j]:single.leaf_stops[j]]
+        assert_array_equal(np.sort(rows), np.sort(expected))

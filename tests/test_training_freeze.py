@@ -45,6 +45,12 @@ CASES = list(GENERATOR.CASES)
 #: top-level fields of a model file that training does not decide: the version of the
 #: code that wrote it and the checksum, which covers that version
 NOT_FROM_TRAINING = ("treeboost_version", "checksum")
+_BYNODE = ("colsample_bynode draws come from the grower kernel's counter-based generator "
+           "(one seed per tree) since the grower's Python loop was removed (one grower)")
+#: cases whose training changed on purpose, with the reason: for them the model must
+#: keep its shape and predict close to the frozen model, not bit for bit
+RETRAINED = {"reg_subsample_colsample": _BYNODE, "reg_rf": _BYNODE,
+             "clf_string_labels": _BYNODE}
 
 
 def _canonical(value) -> str:
@@ -80,6 +86,20 @@ def _check_document(got: dict, expected: dict) -> None:
     assert not fields, f"the trained model differs in {fields}"
 
 
+def _check_close(est, got: dict, expected: dict, stored: dict) -> None:
+    """A deliberately retrained case: the same shape, and predictions close to the frozen."""
+    assert got.keys() == expected.keys(), "the model file has other fields"
+    assert [len(stage) for stage in got["trees"]] == [len(s) for s in expected["trees"]]
+    X = stored_inputs(stored)
+    frozen = stored["out_predict"]
+    if "out_predict_proba" in stored:
+        agree = np.mean(est.predict(X).astype(str) == frozen)
+        assert agree >= 0.8, f"predicted labels agree on {agree:.0%} of the test rows"
+    else:
+        r = np.corrcoef(est.predict(X), frozen)[0, 1]
+        assert r >= 0.95, f"predictions correlate {r:.3f} with the frozen model's"
+
+
 def _check_test_rows(X_test, stored: dict) -> None:
     """The recipe still makes the test rows stored (the generator appended rows at the
     split thresholds of the model it fitted, so the stored rows begin with these)."""
@@ -110,6 +130,9 @@ def test_training_gives_the_frozen_model(name, tmp_path):
     est.save_model(tmp_path / "model.json")
     got = json.loads((tmp_path / "model.json").read_text(encoding="utf-8"))
     expected = json.loads((MODELS / f"{name}.json").read_text(encoding="utf-8"))
+    if name in RETRAINED:
+        _check_close(est, got, expected, stored)
+        return
     _check_document(got, expected)
     check_attributes(est, stored)
     check_outputs(est, stored, stored_inputs(stored))

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
-from ._kernels.booster import grow_newton_tree
+from ._kernels.booster import grow_newton_tree, raw_thresholds
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
@@ -211,8 +211,10 @@ class Booster:
         features = sample_columns(self.n_features, p.colsample_bytree,
                                   rngs["columns"] if p.colsample_bytree < 1.0 else None)
         stage = []
-        # Newton leaves on kernel-grown trees: the whole tree in one kernel call
-        fused = trace is None and self.loss.newton_leaves and state.grower.uses_kernel
+        # Newton leaves on dense data: the whole tree, its values and raw-score
+        # updates in one kernel call
+        fused = trace is None and self.loss.newton_leaves and not state.grower.sparse
+        node_rng = rngs["nodes"] if p.grower.colsample_bynode < 1.0 else None
         # K trees on the same rows and features: their roots in one pass
         root = state.grower.root_histograms(state.gradient, state.hessian, rows,
                                             features) if fused else None
@@ -220,14 +222,13 @@ class Booster:
             indices = rows.copy()
             if fused:
                 tree = self._newton_tree(state, k, indices, features, outside, shrink,
-                                         root)
+                                         root, node_rng)
                 self._check_tree(state, tree, m, k, 0.0)
                 state.add_to_eval_sets(tree, k)
                 stage.append(tree)
                 continue
             grown = state.grower.grow(state.gradient[k], state.hessian[k], indices, features,
-                                      rngs["nodes"] if p.grower.colsample_bynode < 1.0 else None,
-                                      all_rows=outside is None)
+                                      node_rng, all_rows=outside is None)
             gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices, context)
             tree = self._make_tree(grown, shrink * gamma)
             if trace is not None:
@@ -242,14 +243,15 @@ class Booster:
         self._packed.clear()
 
     def _newton_tree(self, state: _TrainingState, k: int, indices, features, outside,
-                     shrink: float, root) -> Tree:
+                     shrink: float, root, node_rng) -> Tree:
         """Grow output k's tree, set its Newton values and add it to the raw scores.
 
         ``root`` is the stage's shared root histograms (``TreeGrower.root_histograms``)
-        or None.
+        or None; ``node_rng`` draws the tree's ``colsample_bynode`` seed.
         """
         grow_args = state.grower.kernel_arguments(state.gradient[k], state.hessian[k],
-                                                  indices, features, outside is None, root, k)
+                                                  indices, features, outside is None, root, k,
+                                                  node_rng)
         mds = self.max_delta_step
         bm = self.bin_mapper
         (n, feature, threshold, bin_threshold, missing_left, is_categorical, cat_bitset, left,
@@ -349,10 +351,10 @@ class Booster:
 
     def _make_tree(self, grown: GrownTree, value: np.ndarray) -> Tree:
         """The tree of ``grown`` with node values ``value``; thresholds in raw units."""
-        internal = grown.left >= 0
-        threshold = np.zeros(grown.left.size, dtype=np.float64)
-        threshold[internal] = self.bin_mapper.thresholds(grown.feature[internal],
-                                                         grown.bin_threshold[internal])
+        bm = self.bin_mapper
+        threshold = np.empty(grown.left.size, dtype=np.float64)
+        raw_thresholds(grown.feature, grown.bin_threshold, grown.left, grown.is_categorical,
+                       bm.bin_edges_, bm.n_edges_, threshold)
         return Tree(feature=grown.feature, threshold=threshold,
                     bin_threshold=grown.bin_threshold, missing_left=grown.missing_left,
                     is_categorical=grown.is_categorical, cat_bitset=grown.cat_bitset,

@@ -1,16 +1,14 @@
-"""TreeGrower: grow one regression tree on gradients and hessians, leaf-wise.
+"""TreeGrower: the Python side of the one tree grower (``_kernels.grower``).
 
-Best-first growth (Shi 2007; LightGBM's leaf-wise growth): keep the
-splittable leaves in a heap keyed by their best gain and always split the
-leaf with the largest gain, until ``max_leaf_nodes`` leaves exist or no leaf
-has a valid split. Each split partitions the node's slice of the row-index
-array in place; the smaller child's histogram is built from its rows and the
-larger child's is the parent's minus the smaller's (in the parent's buffer).
+Best-first growth (Shi 2007; LightGBM's leaf-wise growth) runs in one kernel
+call per tree, for dense and sparse data, bounded and unbounded trees, with
+or without per-node column sampling. The grower holds what lives across the
+trees of a fit: the scratch buffers, the histogram pool and the parameter
+records the kernel takes.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numba
@@ -18,35 +16,25 @@ import numpy as np
 
 from ._dtypes import (
     G_H_DTYPE,
-    HIST_G,
-    HIST_H,
     INDEX_DTYPE,
     MISSING_BIN,
     N_BINS,
     NODE_DTYPE,
     SUM_DTYPE,
 )
-from ._kernels.grower import grow_tree
-from ._kernels.histogram import (
-    build_histograms,
-    build_histograms_root,
-    build_histograms_serial,
-    build_root_histograms_multi,
+from ._kernels.grower import grow_tree, new_tree
+from ._kernels.histogram import build_root_histograms_multi
+from ._kernels.records import (
+    FeatureBins,
+    NodeColumns,
+    Resume,
+    RootHistograms,
+    Scratch,
+    SparseBins,
+    SplitParams,
+    TreeParams,
 )
-from ._kernels.partition import partition_rows, partition_rows_serial
-from ._kernels.records import FeatureBins, RootHistograms, Scratch, SplitParams, TreeParams
-from ._kernels.sparse import build_histograms_sparse
-from ._kernels.splitting import (
-    BIN,
-    BITSET_WORDS,
-    GAIN,
-    LEFT_C,
-    LEFT_G,
-    LEFT_H,
-    MISSING_LEFT,
-    N_SPLIT_COLUMNS,
-    find_best_splits,
-)
+from ._kernels.splitting import BITSET_WORDS, N_SPLIT_COLUMNS
 from .binning import SparseBinned
 
 # Below these sizes a node is handled by the serial kernels: waking the thread
@@ -76,11 +64,6 @@ _MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
 _NO_ROOT = RootHistograms(np.zeros((1, 1, 2), dtype=SUM_DTYPE),
                           np.zeros((1, 1), dtype=SUM_DTYPE), -1)
 
-# Dense data with a bounded number of leaves and no per-node column sampling is
-# grown by one kernel call per tree (``_kernels.grower``); the Python loop below
-# handles the rest. False forces the Python loop (tests compare the two).
-_KERNEL_GROWTH = True
-
 
 @dataclass
 class GrowerParams:
@@ -98,22 +81,6 @@ class GrowerParams:
     cat_smooth: float = 10.0
     max_cat_threshold: int = 32
     max_cat_to_onehot: int = 16
-
-
-class _Node:
-    __slots__ = ("node_id", "start", "stop", "sum_g", "sum_h", "count", "depth", "hist",
-                 "split")
-
-    def __init__(self, node_id, start, stop, sum_g, sum_h, count, depth):
-        self.node_id = node_id
-        self.start = start
-        self.stop = stop
-        self.sum_g = sum_g
-        self.sum_h = sum_h
-        self.count = count
-        self.depth = depth
-        self.hist = None
-        self.split = None  # (gain, feature, bin, missing_left, gl, hl, cl, bitset)
 
 
 @dataclass
@@ -140,6 +107,20 @@ class GrownTree:
     leaf_stops: np.ndarray
 
 
+def _grown(n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, left, right,
+           gain, count, sum_g, sum_h, start, stop) -> GrownTree:
+    """The GrownTree of ``grow_tree``'s arrays (capacity-long; the first n_nodes used)."""
+    left = left[:n_nodes]
+    leaves = np.flatnonzero(left < 0)
+    return GrownTree(
+        feature=feature[:n_nodes], bin_threshold=bin_thr[:n_nodes],
+        missing_left=missing_left[:n_nodes], is_categorical=is_categorical[:n_nodes],
+        cat_bitset=cat_bitset[:n_nodes], left=left, right=right[:n_nodes],
+        gain=gain[:n_nodes], count=count[:n_nodes], sum_g=sum_g[:n_nodes],
+        sum_h=sum_h[:n_nodes], leaf_nodes=leaves, leaf_starts=start[leaves],
+        leaf_stops=stop[leaves])
+
+
 class TreeGrower:
     """Grow trees on one binned training matrix, reusing buffers across trees.
 
@@ -164,13 +145,6 @@ class TreeGrower:
         self.is_categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
         self.params = params
         self.n_features, n_samples = X_binned.shape
-        self._left_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
-        self._right_buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
-        self._ordered_g = np.empty(n_samples, dtype=G_H_DTYPE)
-        self._ordered_h = np.empty(n_samples, dtype=G_H_DTYPE)
-        self._pool: list[np.ndarray] = []
-        self._split_out = np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE)
-        self._split_bitsets = np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32)
         self._feature_bins = FeatureBins(self.n_bins_non_missing, self.is_categorical,
                                          MISSING_BIN)
         # float() every scalar: an int reg_lambda=1 would compile another signature
@@ -178,58 +152,25 @@ class TreeGrower:
             float(params.reg_lambda), float(params.reg_alpha), float(params.min_samples_leaf),
             float(params.min_child_weight), float(params.cat_l2), float(params.cat_smooth),
             int(params.max_cat_threshold), int(params.max_cat_to_onehot))
-        self._hist_pool = None
-        self._tree = self._scratch = None
+        self._tree = self._scratch = None  # built at the first tree
         self._multi_root = None
         # the grower lives inside one fit, whose thread count does not change
         self._serial_limits = _serial_limits()
         self._categorical = bool(self.is_categorical.any())
         self.sparse = isinstance(X_binned, SparseBinned)
+        self._sparse = None
         if self.sparse:
-            self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
-            self._column = np.empty((1, n_samples), dtype=np.uint8)  # one feature's bins
+            self._sparse = SparseBins(X_binned.col_ptr, X_binned.rows, X_binned.bins,
+                                      X_binned.zero_bin, np.zeros(n_samples, dtype=np.uint8),
+                                      np.zeros(2, dtype=SUM_DTYPE))
+            # the kernel's X_binned: the split feature's column is written there
+            self._column = np.empty((1, n_samples), dtype=np.uint8)
+        self._bynode = None
+        if params.colsample_bynode < 1.0:
+            self._bynode = NodeColumns(np.zeros(1, dtype=np.uint64), np.ones(1, dtype=np.int64),
+                                       np.zeros(self.n_features, dtype=np.uint8),
+                                       np.empty(self.n_features, dtype=NODE_DTYPE))
 
-    # ---- histogram buffers ---------------------------------------------------
-    def _new_hist(self) -> np.ndarray:
-        hist = self._pool.pop() if self._pool else np.empty(
-            (self.n_features, N_BINS, 3), dtype=SUM_DTYPE)
-        if not self.sparse:  # the sparse kernel zeroes the features it builds
-            hist.fill(0.0)
-        return hist
-
-    def _release(self, node: _Node) -> None:
-        if node.hist is not None:
-            self._pool.append(node.hist)
-            node.hist = None
-
-    # ---- split search -----------------------------------------------------------
-    def _can_split(self, node: _Node) -> bool:
-        p = self.params
-        if p.max_depth is not None and node.depth >= p.max_depth:
-            return False
-        return (node.count >= 2 * p.min_samples_leaf
-                and node.sum_h >= 2 * p.min_child_weight)
-
-    def _find_split(self, node: _Node, features: np.ndarray, rng) -> None:
-        p = self.params
-        if p.colsample_bynode < 1.0:
-            k = max(1, int(round(p.colsample_bynode * features.size)))
-            features = np.sort(rng.choice(features, k, replace=False)).astype(NODE_DTYPE)
-        # buffers sized for every feature, sliced: a tree of small nodes calls this
-        # thousands of times per fit, and allocations were a visible share of it
-        out = self._split_out[:features.size]
-        bitsets = self._split_bitsets[:features.size]
-        find_best_splits(node.hist, features, self._feature_bins, float(node.sum_g),
-                         float(node.sum_h), float(node.count), self._split_params, out, bitsets,
-                         True)
-        best = int(out[:, GAIN].argmax())  # first maximum: lowest feature wins ties
-        gain = out[best, GAIN]
-        if gain > p.min_split_gain and gain > 0.0:
-            row = out[best]
-            node.split = (gain, int(features[best]), int(row[BIN]), int(row[MISSING_LEFT]),
-                          row[LEFT_G], row[LEFT_H], int(row[LEFT_C]), bitsets[best].copy())
-
-    # ---- growth -------------------------------------------------------------------
     def grow(self, gradient: np.ndarray, hessian: np.ndarray, sample_indices: np.ndarray,
              features: np.ndarray, rng=None, all_rows: bool = False) -> GrownTree:
         """Grow one tree.
@@ -243,7 +184,7 @@ class TreeGrower:
         features : ndarray of shape (n_used,), dtype int32
             Features this tree may split on (``colsample_bytree``).
         rng : numpy.random.Generator, default=None
-            Source of ``colsample_bynode`` draws.
+            Source of the tree's ``colsample_bynode`` seed (one draw per tree).
         all_rows : bool, default=False
             True when ``sample_indices`` is every row in order, which lets the
             root histogram skip the index indirection.
@@ -252,58 +193,8 @@ class TreeGrower:
         -------
         GrownTree
         """
-        p = self.params
-        if self.uses_kernel:
-            return self._grow_kernel(gradient, hessian, sample_indices, features, all_rows)
-        root = _Node(0, 0, sample_indices.size, 0.0, 0.0, sample_indices.size, 0)
-        if self.sparse:
-            g, h = (gradient, hessian) if all_rows else (gradient[sample_indices],
-                                                         hessian[sample_indices])
-            root.sum_g, root.sum_h = float(g.sum(dtype=SUM_DTYPE)), float(h.sum(dtype=SUM_DTYPE))
-            self._sparse_histograms([root], sample_indices, gradient, hessian, features)
-        else:
-            self._root_histogram(root, gradient, hessian, sample_indices, features, all_rows)
-        nodes = [root]
-        children: dict[int, tuple[int, int]] = {}
-        heap: list[tuple[float, int]] = []
-        if self._can_split(root):
-            self._find_split(root, features, rng)
-        if self.sparse:
-            self._release(root)
-        if root.split is not None:
-            heapq.heappush(heap, (-root.split[0], 0))
-        n_leaves = 1
-        max_leaves = p.max_leaf_nodes if p.max_leaf_nodes is not None else np.inf
-        while heap and n_leaves < max_leaves:
-            _, node_id = heapq.heappop(heap)
-            parent = nodes[node_id]
-            left, right = self._split(parent, sample_indices, len(nodes))
-            nodes += [left, right]
-            children[node_id] = (left.node_id, right.node_id)
-            n_leaves += 1
-            if n_leaves < max_leaves:
-                self._children_histograms(parent, left, right, sample_indices, gradient,
-                                          hessian, features)
-                for child in (left, right):
-                    if child.hist is not None and self._can_split(child):
-                        self._find_split(child, features, rng)
-                    if self.sparse:
-                        self._release(child)
-                    if child.split is not None:
-                        heapq.heappush(heap, (-child.split[0], child.node_id))
-                    else:
-                        self._release(child)
-            self._release(parent)
-        for node in nodes:
-            self._release(node)
-        return self._assemble(nodes, children)
-
-    @property
-    def uses_kernel(self) -> bool:
-        """Whether ``grow`` builds each tree in one kernel call (``_kernels.grower``)."""
-        p = self.params
-        return (_KERNEL_GROWTH and not self.sparse and p.max_leaf_nodes is not None
-                and p.colsample_bynode >= 1.0)
+        return _grown(*grow_tree(*self.kernel_arguments(
+            gradient, hessian, sample_indices, features, all_rows, rng=rng), None))
 
     def root_histograms(self, gradient, hessian, sample_indices, features):
         """The root histograms of every output of a stage, built in one pass.
@@ -322,10 +213,10 @@ class TreeGrower:
         tuple or None
             ``(multi, counts)`` to pass to ``kernel_arguments`` with each output's
             index, or None where the trees should build their own roots (one
-            output, no kernel growth, or buffers over ``_MULTI_ROOT_BYTES``).
+            output, sparse data, or buffers over ``_MULTI_ROOT_BYTES``).
         """
         n_outputs = gradient.shape[0]
-        if not self.uses_kernel or n_outputs < 2 or (
+        if self.sparse or n_outputs < 2 or (
                 self.n_features * N_BINS * 2 * n_outputs * 8 > _MULTI_ROOT_BYTES):
             return None
         if self._multi_root is None or self._multi_root[0].shape[2] != 2 * n_outputs:
@@ -341,37 +232,58 @@ class TreeGrower:
         return multi, counts
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
-                         all_rows, root=None, output=-1) -> tuple:
-        """The arguments of ``_kernels.grower.grow_tree`` for one tree (``uses_kernel``).
+                         all_rows, root=None, output=-1, rng=None) -> tuple:
+        """The arguments of ``_kernels.grower.grow_tree`` for one tree, but ``resume``.
 
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
         this tree's index in it; by default the tree builds its own root histogram.
+        ``rng`` draws the tree's seed of ``colsample_bynode``.
         """
         if self._tree is None:  # the records are built once per grower, i.e. per fit
-            p = self.params
-            max_leaves = self.leaf_capacity()
-            self._hist_pool = self._allocate_hist_pool(max_leaves)
-            self._tree = TreeParams(max_leaves, -1 if p.max_depth is None else int(p.max_depth),
-                                    float(p.min_split_gain), *self._serial_limits)
-            self._scratch = Scratch(self._left_buffer, self._right_buffer, self._ordered_g,
-                                    self._ordered_h, self._split_out, self._split_bitsets,
-                                    self._hist_pool)
-        return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
+            self._build_records()
+        X_binned, sparse = self.X_binned, self._sparse
+        if sparse is not None:
+            X_binned = self._column
+            g, h = (gradient, hessian) if all_rows else (gradient[sample_indices],
+                                                         hessian[sample_indices])
+            sparse.root_sums[0] = g.sum(dtype=SUM_DTYPE)
+            sparse.root_sums[1] = h.sum(dtype=SUM_DTYPE)
+        if self._bynode is not None:
+            self._bynode.seed[0] = rng.integers(0, 2**63, dtype=np.uint64)
+            self._bynode.k[0] = max(1, int(round(self.params.colsample_bynode
+                                                 * features.size)))
+        return (X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
                 self._feature_bins, self._tree, self._split_params, self._scratch,
                 _NO_ROOT if root is None else RootHistograms(*root, int(output)),
-                self._general(sample_indices.shape[0], features.shape[0], all_rows))
+                self._general(sample_indices.shape[0], features.shape[0], all_rows),
+                sparse, self._bynode)
+
+    def _build_records(self) -> None:
+        p = self.params
+        n_samples = self.X_binned.shape[1]
+        max_leaves = self.leaf_capacity()
+        # sparse: a node's histogram is dropped once its split is found, so at most
+        # the two children's are held at a time
+        hist_pool = self._allocate_hist_pool(min(max_leaves, 2) if self.sparse else max_leaves)
+        self._tree = TreeParams(max_leaves, -1 if p.max_depth is None else int(p.max_depth),
+                                float(p.min_split_gain), *self._serial_limits)
+        self._scratch = Scratch(
+            np.empty(n_samples, dtype=INDEX_DTYPE), np.empty(n_samples, dtype=INDEX_DTYPE),
+            np.empty(n_samples, dtype=G_H_DTYPE), np.empty(n_samples, dtype=G_H_DTYPE),
+            np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE),
+            np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32), hist_pool)
 
     def _general(self, n_rows: int, n_used: int, all_rows: bool):
         """``grow_tree``'s ``general``: True, or None for a lean tree.
 
-        Lean: no categorical feature, and no node the kernel partitions or builds a
-        node histogram for reaches the parallel kernels' thresholds. Those nodes
-        are the root (partitioned; its histogram built as a node's when it is a
-        row sample) and the smaller children, at most half of their parent. The
-        lean specialisation then grows the very same tree, compiled without the
+        Lean: dense data, no categorical feature, and no node the kernel partitions
+        or builds a node histogram for reaches the parallel kernels' thresholds.
+        Those nodes are the root (partitioned; its histogram built as a node's when
+        it is a row sample) and the smaller children, at most half of their parent.
+        The lean specialisation then grows the very same tree, compiled without the
         parallel node kernels and the categorical scan.
         """
-        if self._categorical:
+        if self._categorical or self.sparse:
             return True
         partition_rows_min, histogram_updates_min = self._serial_limits
         largest = n_rows // 2 if all_rows else n_rows
@@ -385,130 +297,84 @@ class TreeGrower:
         Every leaf holds at least ``min_samples_leaf`` rows and a tree of depth d at most
         2**d leaves, so the cap changes no tree; it sizes the kernel's buffers (one
         histogram per leaf, 2 * leaves - 1 nodes), which ``max_leaf_nodes=10**9`` would
-        otherwise make terabytes.
+        otherwise make terabytes. Unbounded trees (``max_leaf_nodes=None``) get
+        the cap.
         """
         p = self.params
         n_samples = self.X_binned.shape[1]
         cap = max(2, n_samples // max(1, int(p.min_samples_leaf)))
         if p.max_depth is not None:
             cap = min(cap, 2 ** min(int(p.max_depth), 62))
+        if p.max_leaf_nodes is None:
+            return int(cap)
         return int(min(int(p.max_leaf_nodes), cap))
 
-    def _allocate_hist_pool(self, max_leaves: int) -> np.ndarray:
-        shape = (max_leaves, self.n_features, N_BINS, 3)
+    def _allocate_hist_pool(self, n_slots: int) -> np.ndarray:
+        shape = (n_slots, self.n_features, N_BINS, 3)
         try:
             # one histogram per leaf at most; np.empty commits only the slots used
             return np.empty(shape, dtype=SUM_DTYPE)
         except MemoryError:
             gib = np.prod(shape, dtype=np.float64) * np.dtype(SUM_DTYPE).itemsize / 2**30
             raise MemoryError(
-                f"max_leaf_nodes={self.params.max_leaf_nodes}: trees of up to {max_leaves} "
+                f"max_leaf_nodes={self.params.max_leaf_nodes}: trees of up to {n_slots} "
                 f"leaves over {self.n_features} features need {gib:.1f} GiB of histogram "
                 "buffers, more than this machine can allocate; lower max_leaf_nodes or "
                 "raise min_samples_leaf") from None
 
-    def _grow_kernel(self, gradient, hessian, sample_indices, features, all_rows) -> GrownTree:
-        (n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, left, right,
-         gain, count, sum_g, sum_h, start, stop) = grow_tree(*self.kernel_arguments(
-             gradient, hessian, sample_indices, features, all_rows))
-        left = left[:n_nodes]
-        leaves = np.flatnonzero(left < 0)
-        return GrownTree(
-            feature=feature[:n_nodes], bin_threshold=bin_thr[:n_nodes],
-            missing_left=missing_left[:n_nodes], is_categorical=is_categorical[:n_nodes],
-            cat_bitset=cat_bitset[:n_nodes], left=left, right=right[:n_nodes],
-            gain=gain[:n_nodes], count=count[:n_nodes], sum_g=sum_g[:n_nodes],
-            sum_h=sum_h[:n_nodes], leaf_nodes=leaves, leaf_starts=start[leaves],
-            leaf_stops=stop[leaves])
 
-    def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
-        _, feature, bin_thr, missing_left, gl, hl, cl, bitset = parent.split
-        rows = sample_indices[parent.start:parent.stop]
-        partition = partition_rows if rows.size >= self._serial_limits[0] else \
-            partition_rows_serial
-        X_binned, row_of_feature = self.X_binned, feature
-        if self.sparse:
-            self.X_binned.column(feature, self._column[0])
-            X_binned, row_of_feature = self._column, 0
-        n_left = partition(rows, X_binned, row_of_feature, bool(self.is_categorical[feature]),
-                           bin_thr, bool(missing_left), MISSING_BIN, bitset,
-                           self._left_buffer, self._right_buffer)
-        mid = parent.start + int(n_left)
-        left = _Node(next_id, parent.start, mid, gl, hl, cl, parent.depth + 1)
-        right = _Node(next_id + 1, mid, parent.stop, parent.sum_g - gl, parent.sum_h - hl,
-                      parent.count - cl, parent.depth + 1)
-        return left, right
+def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_indices,
+                       features: np.ndarray, allreduce) -> list[GrownTree]:
+    """Grow one tree over shards of the rows: the grower's steps, histograms summed.
 
-    def _children_histograms(self, parent, left, right, sample_indices, gradient, hessian,
-                             features):
-        if not (self._can_split(left) or self._can_split(right)):
-            return
-        if self.sparse:
-            self._sparse_histograms([c for c in (left, right) if self._can_split(c)],
-                                    sample_indices, gradient, hessian, features)
-            return
-        small, large = (left, right) if left.count <= right.count else (right, left)
-        small.hist = self._new_hist()
-        self._build(sample_indices[small.start:small.stop], gradient, hessian, features,
-                    small.hist)
-        # the larger child's histogram is the parent's minus the smaller's
-        large.hist, parent.hist = parent.hist, None
-        np.subtract(large.hist, small.hist, out=large.hist)
+    The data-parallel form of ``TreeGrower.grow``: each shard (a worker) holds
+    its own rows and grower; ``grow_tree`` runs on every shard with a
+    ``resume`` record, stopping after each histogram it builds from the shard's
+    rows, which ``allreduce`` sums across the shards before the split search,
+    so that every shard takes the same decisions. Node row counts and sums come
+    from the summed histograms; each shard partitions only its rows. With one
+    shard and an identity ``allreduce`` this is ``TreeGrower.grow``, bit for bit.
 
-    def _root_histogram(self, root, gradient, hessian, sample_indices, features, all_rows):
-        root.hist = self._new_hist()
-        if all_rows:
-            build_histograms_root(self.X_binned, gradient, hessian, features, root.hist)
-        else:
-            self._build(sample_indices, gradient, hessian, features, root.hist)
-        totals = root.hist[features[0]].sum(axis=0)
-        root.sum_g, root.sum_h = float(totals[HIST_G]), float(totals[HIST_H])
+    Parameters
+    ----------
+    growers : list of TreeGrower
+        One per shard, over the shard's binned rows (the same bins everywhere), with
+        the same parameters; dense data.
+    gradients, hessians : list of ndarray of shape (n_shard_samples,), dtype float32
+        Each shard's derivatives.
+    sample_indices : list of ndarray, dtype uint32
+        Each shard's rows of this tree (sorted); reordered in place, grouped by leaf.
+    features : ndarray of shape (n_used,), dtype int32
+        Features this tree may split on (the same on every shard).
+    allreduce : callable
+        ``allreduce(hists, features)`` sums the shards' histograms (float64 arrays
+        of shape (n_features, n_bins, 3)) over the used bins of ``features`` and
+        writes the sum into each of them, in place.
 
-    def _sparse_histograms(self, nodes, sample_indices, gradient, hessian, features):
-        """Histograms of one or two nodes (sums already known) from the stored entries."""
-        totals = np.zeros((2, 3), dtype=SUM_DTYPE)
-        for slot, node in enumerate(nodes):
-            self._mark[sample_indices[node.start:node.stop]] = slot + 1
-            totals[slot] = node.sum_g, node.sum_h, node.count
-            node.hist = self._new_hist()
-        data = self.X_binned
-        build_histograms_sparse(data.col_ptr, data.rows, data.bins, data.zero_bin,
-                                self.n_bins_non_missing, MISSING_BIN, self._mark,
-                                gradient, hessian, features, totals, len(nodes),
-                                nodes[0].hist, nodes[-1].hist)
-        for node in nodes:
-            self._mark[sample_indices[node.start:node.stop]] = 0
-
-    def _build(self, rows, gradient, hessian, features, hist):
-        build = build_histograms if rows.size * features.size >= self._serial_limits[1] \
-            else build_histograms_serial
-        build(self.X_binned, rows, gradient, hessian, features, self._ordered_g,
-              self._ordered_h, hist)
-
-    def _assemble(self, nodes: list[_Node], children: dict[int, tuple[int, int]]) -> GrownTree:
-        is_categorical = self.is_categorical
-        n = len(nodes)
-        feature = np.full(n, -1, dtype=NODE_DTYPE)
-        bin_thr = np.full(n, -1, dtype=NODE_DTYPE)
-        missing_left = np.zeros(n, dtype=np.uint8)
-        cat_bitset = np.zeros((n, BITSET_WORDS), dtype=np.uint32)
-        left = np.full(n, -1, dtype=NODE_DTYPE)
-        right = np.full(n, -1, dtype=NODE_DTYPE)
-        gain = np.zeros(n, dtype=SUM_DTYPE)
-        for node_id, (lc, rc) in children.items():
-            g, f, b, ml, *_, bitset = nodes[node_id].split
-            feature[node_id], bin_thr[node_id], missing_left[node_id] = f, b, ml
-            cat_bitset[node_id] = bitset
-            left[node_id], right[node_id], gain[node_id] = lc, rc, g
-        leaves = np.flatnonzero(left < 0)
-        return GrownTree(
-            feature=feature, bin_threshold=bin_thr, missing_left=missing_left,
-            is_categorical=np.where(feature >= 0, is_categorical[feature], 0).astype(np.uint8),
-            cat_bitset=cat_bitset, left=left,
-            right=right, gain=gain,
-            count=np.array([nd.count for nd in nodes], dtype=np.int64),
-            sum_g=np.array([nd.sum_g for nd in nodes], dtype=SUM_DTYPE),
-            sum_h=np.array([nd.sum_h for nd in nodes], dtype=SUM_DTYPE),
-            leaf_nodes=leaves,
-            leaf_starts=np.array([nodes[j].start for j in leaves], dtype=np.int64),
-            leaf_stops=np.array([nodes[j].stop for j in leaves], dtype=np.int64))
+    Returns
+    -------
+    list of GrownTree
+        Each shard's tree: the same nodes, and leaves over the shard's rows.
+    """
+    if any(g.sparse or g._bynode is not None for g in growers):
+        raise ValueError("grow_data_parallel takes dense data without colsample_bynode")
+    args = [g.kernel_arguments(gr, he, idx, features, False)
+            for g, gr, he, idx in zip(growers, gradients, hessians, sample_indices,
+                                      strict=True)]
+    if len({a[7].max_leaf_nodes for a in args}) != 1:
+        raise ValueError("every shard's grower must bound the tree by the same number of "
+                         "leaves (set max_leaf_nodes)")
+    trees = [Resume(*new_tree(2 * a[7].max_leaf_nodes - 1, a[9].hist_pool.shape[0]))
+             for a in args]
+    while True:
+        built = {int(grow_tree(*a, resume)[0]) for a, resume in zip(args, trees, strict=True)}
+        if len(built) != 1:
+            raise RuntimeError(f"the shards stopped at different nodes: {sorted(built)}")
+        node = built.pop()
+        if node < 0:
+            break
+        allreduce([a[9].hist_pool[r.nodes.slot[node]] for a, r in
+                   zip(args, trees, strict=True)], features)
+    return [_grown(s.counters[0], s.feature, s.bin_threshold, s.missing_left,
+                   s.node_categorical, s.cat_bitset, s.left, s.right, s.gain, n.count,
+                   n.sum_g, n.sum_h, s.start, s.stop) for s, n in trees]

@@ -7,13 +7,15 @@ work: grow the tree (``grower.grow_tree``), set every node's value
 raw thresholds, and add the leaf values to the raw scores (through the
 partition for the stage's rows, by traversal for the others). The Python
 version of these steps is the same arithmetic in the same order
-(``Booster._leaf_values``, ``_make_tree``, ``_TrainingState.add_tree``); it
-cost more than the tree itself on small data, tens of thousands of times a fit.
+(``Booster._leaf_values``, ``_make_tree``, ``_TrainingState.add_tree``), which
+serves every other line search and calls ``newton_values`` and ``raw_thresholds``
+here for the same per-node arithmetic; as Python it cost more than the tree
+itself on small data, tens of thousands of times a fit.
 """
 
 import numpy as np
 
-from ._jit import kernel
+from ._jit import inline, kernel
 from .grower import grow_tree
 from .predict import add_numerical_tree_binned, binned_leaf
 from .splitting import soft_threshold
@@ -22,12 +24,48 @@ from .splitting import soft_threshold
 _FLOAT64_MAX = 1.7976931348623157e308
 
 
+@inline
+def _newton_value(g, h, reg_lambda, reg_alpha):
+    """-T(G) / (H + lambda), T the L1 soft-threshold (XGBoost eq. 5); 0 where H + lambda <= 0."""
+    t = soft_threshold(g, reg_alpha)
+    den = h + reg_lambda
+    return -t / den if den > 0.0 else 0.0
+
+
+@inline
+def _raw_threshold(f, b, bin_edges, n_edges, last_edge):
+    """The raw threshold of a numerical split at bin b: ``x <= bin_edges[f, b]``."""
+    if b >= n_edges[f]:  # every value left, only missing values right
+        return _FLOAT64_MAX
+    # not min(b, last_edge): an int32 and an int64 would compile a min of their own
+    return bin_edges[f, b if b < last_edge else last_edge]
+
+
+@kernel
+def newton_values(sum_g, sum_h, reg_lambda, reg_alpha, out):
+    """``out[j]`` = the Newton value of node j (``_newton_value``): the Python leaf path's."""
+    for j in range(out.shape[0]):
+        out[j] = _newton_value(sum_g[j], sum_h[j], reg_lambda, reg_alpha)
+
+
+@kernel
+def raw_thresholds(feature, bin_threshold, left, node_categorical, bin_edges, n_edges, out):
+    """``out[j]``: node j's raw threshold, 0 for leaves and categorical splits."""
+    last_edge = bin_edges.shape[1] - 1
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+        if left[j] >= 0 and node_categorical[j] == 0:
+            out[j] = _raw_threshold(feature[j], bin_threshold[j], bin_edges, n_edges,
+                                    last_edge)
+
+
 @kernel
 def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                     feature_bins, tree, split, scratch, root, general, max_delta_step,
+                     feature_bins, tree, split, scratch, root, general, sparse, bynode,
+                     max_delta_step,
                      shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
-    # the arguments up to general are grow_tree's
+    # the arguments up to bynode are grow_tree's (dense data: sparse is None)
     # max_delta_step: float, np.inf for none; shrinkage: float
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
@@ -35,7 +73,7 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
      right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
-        split, scratch, root, general)
+        split, scratch, root, general, sparse, bynode, None)
     reg_lambda = split.reg_lambda
     reg_alpha = split.reg_alpha
     missing_bin = feature_bins.missing_bin
@@ -46,21 +84,13 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
         threshold[j] = 0.0
     last_edge = bin_edges.shape[1] - 1
     for j in range(n_nodes):
-        t = soft_threshold(sum_g[j], reg_alpha)
-        den = sum_h[j] + reg_lambda
-        v = -t / den if den > 0.0 else 0.0
+        v = _newton_value(sum_g[j], sum_h[j], reg_lambda, reg_alpha)
         # np.clip's order: the lower bound, then the upper
         v = min(max(v, -max_delta_step), max_delta_step)
         value[j] = shrinkage * v
-        f = feature[j]
         if left[j] >= 0 and node_categorical[j] == 0:
-            b = bin_threshold[j]
-            if b >= n_edges[f]:  # every value left, only missing values right
-                threshold[j] = _FLOAT64_MAX
-            else:
-                # not min(b, last_edge): an int32 and an int64 would compile a min of
-                # their own
-                threshold[j] = bin_edges[f, b if b < last_edge else last_edge]
+            threshold[j] = _raw_threshold(feature[j], bin_threshold[j], bin_edges, n_edges,
+                                          last_edge)
         if left[j] < 0:
             v = value[j]
             for i in range(start[j], stop[j]):

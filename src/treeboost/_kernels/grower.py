@@ -1,26 +1,38 @@
-"""Grow one tree leaf-wise in a single kernel call (dense binned data).
+"""Grow one tree leaf-wise: the one tree grower of treeboost.
 
-The same algorithm as ``treeboost.grower.TreeGrower``'s Python loop, node for
-node: the histogram, partition and split kernels are the same and are called
-in the same order with the same arguments, so the trees are bit-identical.
-What this saves is the interpreter: a tree of a few leaves on a few hundred
-rows costs ~10 Python calls per node there, which was most of the time of a
-study over small datasets.
+Best-first growth (Shi 2007; LightGBM's leaf-wise growth): every leaf that
+may be split holds its best split; the leaf with the largest gain (ties: the
+lowest node id) is split next, until ``max_leaf_nodes`` leaves exist or no
+leaf has a valid split. Each split partitions the node's slice of the
+row-index array in place. For dense data the smaller child's histogram is
+built from its rows and the larger child's is the parent's minus the
+smaller's; for sparse data both children's histograms come from one pass over
+the stored entries (no subtraction: a wide sparse histogram is large, and
+only the two newest are held).
+
+A whole tree is grown in one kernel call: a tree of a few leaves on a few
+hundred rows cost ~10 Python calls per node as a Python loop, most of the
+time of a study over small datasets. The histogram step is the seam for
+data-parallel training: called with a ``resume`` record, ``grow_tree`` stops
+after each histogram it builds from this worker's rows (the root's, then the
+children's of each split) and returns the node; the driver sums that
+histogram across workers and calls again, so every worker takes the same
+decisions (``grower.grow_data_parallel``). Node sums and row counts come
+from the summed histograms; each worker partitions only its own rows.
 
 Node bookkeeping is a struct of arrays indexed by node id (children get the
-next two ids, as in the Python grower). The leaf to split next is the one
-with the largest gain, ties to the lowest node id: the order of the Python
-grower's heap of (-gain, node_id). Histograms live in ``hist_pool`` slots:
-a splittable leaf holds one; after a split the larger child takes over the
-parent's slot (parent minus smaller child) and the smaller child a free one.
+next two ids). Histograms live in ``hist_pool`` slots: a splittable leaf
+holds one; after a split the larger child takes over the parent's slot
+(parent minus smaller child) and the smaller child a free one.
 """
 
 import numpy as np
 
-from ._jit import kernel
+from ._jit import inline, kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
-from .records import Nodes
+from .records import Nodes, TreeState
+from .sparse import build_histograms_sparse
 from .splitting import (
     BIN,
     BITSET_WORDS,
@@ -31,6 +43,13 @@ from .splitting import (
     MISSING_LEFT,
     find_best_splits,
 )
+
+# TreeState.counters: nodes, leaves, free histogram slots; where a resumed growth
+# stands (grow_tree's ``resume``) and the node whose children it stopped at
+N_NODES, N_LEAVES, N_FREE, PHASE, PENDING = 0, 1, 2, 3, 4
+# the phases: the root's histogram to build; the root to open (its histogram summed);
+# the pending node's children to consider (their histograms summed); the tree done
+START, OPEN_ROOT, CONSIDER, DONE = 0, 1, 2, 3
 
 
 @kernel
@@ -95,30 +114,42 @@ def _build_node_histogram(X_binned, rows, gradient, hessian, features, feature_b
 
 
 @kernel
-def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins,
-              tree, split, scratch, root, general):
-    """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
-    # X_binned: uint8 (n_features, n_samples), feature-major        # IN
-    # gradient, hessian: float32 (n_samples,)                        # IN
-    # sample_indices: uint32 (n_rows,)                               # IN/OUT, grouped by leaf
-    # features: int32 (n_used,)                                      # IN
-    # all_rows: whether sample_indices is every row (the root histogram then
-    # reads the rows without indirection)
-    # feature_bins, tree, split, scratch, root: records (records.py)  # IN, scratch
-    # general: True, or None for a lean tree: no categorical feature, and no node
-    # past the root reaches the parallel partition or histogram thresholds (the
-    # caller's promise, TreeGrower.kernel_arguments). Numba prunes the branches
-    # on ``general is not None`` before typing them, so the lean specialisation
-    # compiles neither the parallel node kernels nor the categorical split search:
-    # a small numerical fit, a new user's first, compiles in about half the time
-    # (benchmarks/bench_first_fit.py).
-    n_bins_non_missing = feature_bins.n_bins_non_missing
-    is_categorical = feature_bins.is_categorical
-    missing_bin = feature_bins.missing_bin
-    max_leaf_nodes = tree.max_leaf_nodes
-    hist_pool = scratch.hist_pool
-    capacity = 2 * max_leaf_nodes - 1
-    n_used = features.shape[0]
+def _sparse_histograms(sparse, sample_indices, gradient, hessian, features, feature_bins,
+                       nodes, state, hist_pool, a, b):
+    """Histograms of node ``a`` and, if ``b >= 0``, node ``b`` in one pass over the stored
+    entries (sparse data; each node's sums and count are known)."""
+    totals = np.empty((2, 3), dtype=np.float64)
+    n_nodes = 1 if b < 0 else 2
+    for s in range(n_nodes):
+        node = a if s == 0 else b
+        for i in range(state.start[node], state.stop[node]):
+            sparse.mark[sample_indices[i]] = s + 1
+        totals[s, 0] = nodes.sum_g[node]
+        totals[s, 1] = nodes.sum_h[node]
+        totals[s, 2] = float(nodes.count[node])
+    build_histograms_sparse(sparse.col_ptr, sparse.rows, sparse.bins, sparse.zero_bin,
+                            feature_bins.n_bins_non_missing, feature_bins.missing_bin,
+                            sparse.mark, gradient, hessian, features, totals, n_nodes,
+                            hist_pool[nodes.slot[a]], hist_pool[nodes.slot[b if b >= 0 else a]])
+    for s in range(n_nodes):
+        node = a if s == 0 else b
+        for i in range(state.start[node], state.stop[node]):
+            sparse.mark[sample_indices[i]] = 0
+
+
+@kernel
+def _sparse_column(sparse, f, column):
+    """Bins of every row in feature f, into ``column`` (uint8, n_samples)."""
+    z = sparse.zero_bin[f]
+    for i in range(column.shape[0]):
+        column[i] = z
+    for j in range(sparse.col_ptr[f], sparse.col_ptr[f + 1]):
+        column[sparse.rows[j]] = sparse.bins[j]
+
+
+@inline
+def new_tree(capacity, n_slots):
+    """A tree's ``TreeState`` and ``Nodes``, every node a leaf with no split."""
     # np.empty and one loop of initial values: np.full and np.zeros compile an
     # implementation per dtype (and a fill for each), ~1 s of a first fit's compilation
     feature = np.empty(capacity, dtype=np.int32)
@@ -172,124 +203,20 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         for w in range(BITSET_WORDS):
             cat_bitset[j, w] = 0
             split_bitset[j, w] = 0
-    free_slots = np.empty(max_leaf_nodes, dtype=np.int64)  # a stack: slot 0 on top
-    for j in range(max_leaf_nodes):
-        free_slots[j] = max_leaf_nodes - 1 - j
+    free_slots = np.empty(n_slots, dtype=np.int64)  # a stack: slot 0 on top
+    for j in range(n_slots):
+        free_slots[j] = n_slots - 1 - j
+    counters = np.empty(5, dtype=np.int64)
+    counters[N_NODES] = 1
+    counters[N_LEAVES] = 1
+    counters[N_FREE] = n_slots
+    counters[PHASE] = START
+    counters[PENDING] = -1
+    state = TreeState(feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
+                      right, gain, start, stop, free_slots, counters)
     nodes = Nodes(depth, count, sum_g, sum_h, slot, split_gain, split_feature, split_bin,
                   split_ml, split_gl, split_hl, split_cl, split_bitset, candidate)
-    n_free = max_leaf_nodes
-
-    # ---- root ------------------------------------------------------------------
-    n_rows = sample_indices.shape[0]
-    stop[0] = n_rows
-    count[0] = n_rows
-    n_free -= 1
-    slot[0] = free_slots[n_free]
-    hist = hist_pool[slot[0]]
-    if root.output >= 0:
-        _copy_root(hist, root.multi, root.counts, root.output, features, n_bins_non_missing,
-                   missing_bin)
-    elif all_rows and n_rows * n_used >= tree.serial_histogram_updates:
-        _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
-        build_histograms_root(X_binned, gradient, hessian, features, hist)
-    else:
-        _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
-                              feature_bins, scratch, hist, tree.serial_histogram_updates,
-                              general)
-    g0 = 0.0
-    h0 = 0.0
-    f0 = features[0]
-    for b in range(n_bins_non_missing[f0]):
-        g0 += hist[f0, b, 0]
-        h0 += hist[f0, b, 1]
-    # the empty slots between would add +0.0, which changes no sum
-    g0 += hist[f0, missing_bin, 0]
-    h0 += hist[f0, missing_bin, 1]
-    sum_g[0] = g0
-    sum_h[0] = h0
-    # node ids as int64 values, not the literals 0, 1 or -1: a kernel called with a
-    # literal argument compiles a specialisation of its own for it
-    root_node = np.int64(0)
-    n_nodes = np.int64(1)
-    _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general)
-    if candidate[0] == 0:
-        n_free = _release(root_node, slot, free_slots, n_free)
-
-    # ---- best-first growth -----------------------------------------------------------
-    n_leaves = 1
-    while n_leaves < max_leaf_nodes:
-        node = np.int64(-1)
-        best = 0.0
-        for j in range(n_nodes):
-            if candidate[j] and (node < 0 or split_gain[j] > best):
-                node = j
-                best = split_gain[j]
-        if node < 0:
-            break
-        candidate[node] = 0
-        f = split_feature[node]
-        rows = sample_indices[start[node]:stop[node]]
-        if general is not None and rows.shape[0] >= tree.serial_partition_rows:
-            n_left = partition_rows(rows, X_binned, f, is_categorical[f] == 1,
-                                    split_bin[node], split_ml[node] == 1, missing_bin,
-                                    split_bitset[node], scratch.left_buffer,
-                                    scratch.right_buffer)
-        else:
-            n_left = partition_rows_serial(rows, X_binned, f, is_categorical[f] == 1,
-                                           split_bin[node], split_ml[node] == 1,
-                                           missing_bin, split_bitset[node],
-                                           scratch.left_buffer, scratch.right_buffer)
-        feature[node] = f
-        bin_threshold[node] = split_bin[node]
-        missing_left[node] = split_ml[node]
-        node_categorical[node] = is_categorical[f]
-        for w in range(BITSET_WORDS):  # array assignment would compile a broadcast
-            cat_bitset[node, w] = split_bitset[node, w]
-        gain[node] = split_gain[node]
-        lc = n_nodes
-        rc = n_nodes + 1
-        n_nodes += 2
-        left[node] = lc
-        right[node] = rc
-        mid = start[node] + n_left
-        start[lc] = start[node]
-        stop[lc] = mid
-        start[rc] = mid
-        stop[rc] = stop[node]
-        sum_g[lc] = split_gl[node]
-        sum_h[lc] = split_hl[node]
-        count[lc] = split_cl[node]
-        sum_g[rc] = sum_g[node] - split_gl[node]
-        sum_h[rc] = sum_h[node] - split_hl[node]
-        count[rc] = count[node] - split_cl[node]
-        depth[lc] = depth[node] + 1
-        depth[rc] = depth[node] + 1
-        n_leaves += 1
-        if n_leaves < max_leaf_nodes and (
-                _can_split(lc, depth, count, sum_h, tree.max_depth, split.min_samples_leaf,
-                           split.min_child_weight)
-                or _can_split(rc, depth, count, sum_h, tree.max_depth, split.min_samples_leaf,
-                              split.min_child_weight)):
-            small, large = (lc, rc) if count[lc] <= count[rc] else (rc, lc)
-            n_free -= 1
-            slot[small] = free_slots[n_free]
-            small_hist = hist_pool[slot[small]]
-            _build_node_histogram(X_binned, sample_indices[start[small]:stop[small]],
-                                  gradient, hessian, features, feature_bins, scratch,
-                                  small_hist, tree.serial_histogram_updates, general)
-            # the larger child's histogram is the parent's minus the smaller's
-            slot[large] = slot[node]
-            slot[node] = -1
-            _subtract_used_bins(hist_pool[slot[large]], small_hist, features,
-                                n_bins_non_missing, missing_bin)
-            for child in range(lc, rc + 1):  # left, then right
-                _consider(child, nodes, features, feature_bins, tree, split, scratch,
-                          general)
-                if candidate[child] == 0:
-                    n_free = _release(child, slot, free_slots, n_free)
-        n_free = _release(node, slot, free_slots, n_free)
-    return (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
-            right, gain, count, sum_g, sum_h, start, stop)
+    return state, nodes
 
 
 @kernel
@@ -311,16 +238,297 @@ def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child
 
 
 @kernel
-def _consider(node, nodes, features, feature_bins, tree, split, scratch, general):
+def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins,
+              tree, split, scratch, root, general, sparse, bynode, resume):
+    """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
+    # X_binned: uint8 (n_features, n_samples), feature-major; for sparse data a
+    # (1, n_samples) buffer the split feature's column is written to  # IN
+    # gradient, hessian: float32 (n_samples,)                          # IN
+    # sample_indices: uint32 (n_rows,)                                 # IN/OUT, grouped by leaf
+    # features: int32 (n_used,)                                        # IN
+    # all_rows: whether sample_indices is every row (the root histogram then
+    # reads the rows without indirection)
+    # feature_bins, tree, split, scratch, root: records (records.py)    # IN, scratch
+    # general: True, or None for a lean tree: dense, no categorical feature, and
+    # no node past the root reaches the parallel partition or histogram thresholds
+    # (the caller's promise, TreeGrower.kernel_arguments). Numba prunes the
+    # branches on ``general is not None`` (and on ``sparse``, ``bynode`` and
+    # ``resume`` being None) before typing them, so the lean specialisation
+    # compiles neither the parallel node kernels nor the categorical split search:
+    # a small numerical fit, a new user's first, compiles in about half the time
+    # (benchmarks/bench_first_fit.py). The steps are written in this one function,
+    # not as kernels of their own: each kernel taking the records cost ~0.5-1 s of
+    # a first fit's compilation.
+    # sparse: records.SparseBins for sparse data, else None
+    # bynode: records.NodeColumns for colsample_bynode < 1, else None
+    # resume: None to grow the whole tree; or records.Resume (a TreeState and its
+    # Nodes, from new_tree) to run until a histogram built from this worker's rows
+    # must be summed across workers: the call returns that node's id in place of
+    # n_nodes (-1 when the tree is done), and the next call goes on from there
+    # (grower.grow_data_parallel)
+    if resume is None:
+        state, nodes = new_tree(2 * tree.max_leaf_nodes - 1, scratch.hist_pool.shape[0])
+    else:
+        state = resume.state
+        nodes = resume.nodes
+    counters = state.counters
+    hist_pool = scratch.hist_pool
+    n_bins_non_missing = feature_bins.n_bins_non_missing
+    is_categorical = feature_bins.is_categorical
+    missing_bin = feature_bins.missing_bin
+    # node ids as int64 values, not the literals 0, 1 or -1: a kernel called with a
+    # literal argument compiles a specialisation of its own for it
+    root_node = np.int64(0)
+    phase = counters[PHASE]
+    slot = nodes.slot
+    free_slots = state.free_slots
+    n_free = counters[N_FREE]  # written back where a resumed growth returns
+    depth = nodes.depth
+    count = nodes.count
+    sum_g = nodes.sum_g
+    sum_h = nodes.sum_h
+    start = state.start
+    stop = state.stop
+    candidate = nodes.candidate
+    split_gain = nodes.split_gain
+    max_depth = tree.max_depth
+    min_samples_leaf = split.min_samples_leaf
+    min_child_weight = split.min_child_weight
+
+    # ---- the root's rows, sums and histogram -------------------------------------
+    if phase == START:
+        n_rows = sample_indices.shape[0]
+        state.stop[0] = n_rows
+        nodes.count[0] = n_rows
+        n_free -= 1
+        slot[0] = free_slots[n_free]
+        hist = hist_pool[slot[0]]
+        if sparse is not None:
+            nodes.sum_g[0] = sparse.root_sums[0]
+            nodes.sum_h[0] = sparse.root_sums[1]
+            _sparse_histograms(sparse, sample_indices, gradient, hessian, features,
+                               feature_bins, nodes, state, hist_pool, root_node,
+                               np.int64(-1))
+        elif root.output >= 0:
+            _copy_root(hist, root.multi, root.counts, root.output, features,
+                       n_bins_non_missing, missing_bin)
+        elif all_rows and n_rows * features.shape[0] >= tree.serial_histogram_updates:
+            _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
+            build_histograms_root(X_binned, gradient, hessian, features, hist)
+        else:
+            _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
+                                  feature_bins, scratch, hist, tree.serial_histogram_updates,
+                                  general)
+        if resume is not None:
+            counters[PHASE] = OPEN_ROOT
+            counters[N_FREE] = n_free
+            return _result(root_node, state, nodes)
+        phase = OPEN_ROOT
+    if phase == OPEN_ROOT:
+        if sparse is None:  # sums and rows from the (summed) histogram
+            hist = hist_pool[nodes.slot[0]]
+            g0 = 0.0
+            h0 = 0.0
+            c0 = 0.0
+            f0 = features[0]
+            for b in range(n_bins_non_missing[f0]):
+                g0 += hist[f0, b, 0]
+                h0 += hist[f0, b, 1]
+                c0 += hist[f0, b, 2]
+            # the empty slots between would add +0.0, which changes no sum
+            nodes.sum_g[0] = g0 + hist[f0, missing_bin, 0]
+            nodes.sum_h[0] = h0 + hist[f0, missing_bin, 1]
+            # counts are whole numbers, exact in float64
+            nodes.count[0] = np.int64(c0 + hist[f0, missing_bin, 2])
+        _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
+                  bynode)
+        if nodes.candidate[0] == 0 or sparse is not None:
+            n_free = _release(root_node, slot, free_slots, n_free)
+
+    # ---- best-first growth -----------------------------------------------------------
+    node = counters[PENDING]
+    pending = phase == CONSIDER  # resumed with node's children's histograms summed
+    while True:
+        if not pending:
+            if counters[N_LEAVES] >= tree.max_leaf_nodes:
+                break
+            node = np.int64(-1)
+            best = 0.0
+            for j in range(counters[N_NODES]):
+                if candidate[j] and (node < 0 or split_gain[j] > best):
+                    node = j
+                    best = split_gain[j]
+            if node < 0:
+                break
+            # split it
+            candidate[node] = 0
+            f = nodes.split_feature[node]
+            column = f
+            if sparse is not None:  # partition on the feature's column, materialised
+                _sparse_column(sparse, f, X_binned[0])
+                column = np.int32(0)
+            rows = sample_indices[start[node]:stop[node]]
+            if general is not None and rows.shape[0] >= tree.serial_partition_rows:
+                n_left = partition_rows(rows, X_binned, column, is_categorical[f] == 1,
+                                        nodes.split_bin[node], nodes.split_ml[node] == 1,
+                                        missing_bin, nodes.split_bitset[node],
+                                        scratch.left_buffer, scratch.right_buffer)
+            else:
+                n_left = partition_rows_serial(rows, X_binned, column, is_categorical[f] == 1,
+                                               nodes.split_bin[node],
+                                               nodes.split_ml[node] == 1, missing_bin,
+                                               nodes.split_bitset[node], scratch.left_buffer,
+                                               scratch.right_buffer)
+            state.feature[node] = f
+            state.bin_threshold[node] = nodes.split_bin[node]
+            state.missing_left[node] = nodes.split_ml[node]
+            state.node_categorical[node] = is_categorical[f]
+            for w in range(BITSET_WORDS):  # array assignment would compile a broadcast
+                state.cat_bitset[node, w] = nodes.split_bitset[node, w]
+            state.gain[node] = split_gain[node]
+            lc = counters[N_NODES]
+            rc = lc + 1
+            counters[N_NODES] = lc + 2
+            state.left[node] = lc
+            state.right[node] = rc
+            mid = start[node] + n_left
+            start[lc] = start[node]
+            stop[lc] = mid
+            start[rc] = mid
+            stop[rc] = stop[node]
+            sum_g[lc] = nodes.split_gl[node]
+            sum_h[lc] = nodes.split_hl[node]
+            count[lc] = nodes.split_cl[node]
+            sum_g[rc] = sum_g[node] - nodes.split_gl[node]
+            sum_h[rc] = sum_h[node] - nodes.split_hl[node]
+            count[rc] = count[node] - nodes.split_cl[node]
+            depth[lc] = depth[node] + 1
+            depth[rc] = depth[node] + 1
+            counters[N_LEAVES] += 1
+            if counters[N_LEAVES] >= tree.max_leaf_nodes or not (
+                    _can_split(lc, depth, count, sum_h, max_depth, min_samples_leaf,
+                               min_child_weight)
+                    or _can_split(rc, depth, count, sum_h, max_depth, min_samples_leaf,
+                                  min_child_weight)):
+                n_free = _release(node, slot, free_slots, n_free)
+                continue
+            # the children's histograms from this worker's rows: dense, the smaller
+            # child's (by row count, the same on every worker); sparse, each child's
+            # that may be split
+            if sparse is not None:
+                a = np.int64(-1)
+                b = np.int64(-1)
+                for child in range(lc, rc + 1):
+                    if _can_split(child, depth, count, sum_h, max_depth, min_samples_leaf,
+                                  min_child_weight):
+                        n_free -= 1
+                        slot[child] = free_slots[n_free]
+                        if a < 0:
+                            a = child
+                        else:
+                            b = child
+                _sparse_histograms(sparse, sample_indices, gradient, hessian, features,
+                                   feature_bins, nodes, state, hist_pool, a, b)
+                built = a
+            else:
+                built = lc if count[lc] <= count[rc] else rc
+                n_free -= 1
+                slot[built] = free_slots[n_free]
+                _build_node_histogram(
+                    X_binned, sample_indices[start[built]:stop[built]], gradient,
+                    hessian, features, feature_bins, scratch, hist_pool[slot[built]],
+                    tree.serial_histogram_updates, general)
+            if resume is not None:  # to be summed across workers before the split search
+                counters[PHASE] = CONSIDER
+                counters[PENDING] = node
+                counters[N_FREE] = n_free
+                return _result(built, state, nodes)
+        pending = False
+        lc = state.left[node]
+        rc = state.right[node]
+        if sparse is None:
+            small = lc if count[lc] <= count[rc] else rc
+            large = rc if small == lc else lc
+            # the larger child's histogram is the parent's minus the smaller's
+            nodes.slot[large] = nodes.slot[node]
+            nodes.slot[node] = -1
+            _subtract_used_bins(hist_pool[nodes.slot[large]], hist_pool[nodes.slot[small]],
+                                features, n_bins_non_missing, missing_bin)
+        for child in range(lc, rc + 1):  # left, then right
+            _consider(child, nodes, features, feature_bins, tree, split, scratch, general,
+                      bynode)
+            if candidate[child] == 0 or sparse is not None:
+                n_free = _release(child, slot, free_slots, n_free)
+        n_free = _release(node, slot, free_slots, n_free)
+    if resume is not None:
+        counters[PHASE] = DONE
+        counters[N_FREE] = n_free
+        return _result(np.int64(-1), state, nodes)
+    return _result(counters[N_NODES], state, nodes)
+
+
+@inline
+def _result(first, state, nodes):
+    """What grow_tree returns: n_nodes (resumed: the node to sum, -1 when done), then the
+    node arrays and each node's row slice."""
+    return (first, state.feature, state.bin_threshold, state.missing_left,
+            state.node_categorical, state.cat_bitset, state.left, state.right, state.gain,
+            nodes.count, nodes.sum_g, nodes.sum_h, state.start, state.stop)
+
+
+@kernel
+def _next_random(s):
+    """splitmix64: the next state and a well-mixed 64-bit output of it."""
+    s = s + np.uint64(0x9E3779B97F4A7C15)
+    z = (s ^ (s >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return s, z ^ (z >> np.uint64(31))
+
+
+@kernel
+def _node_features(node, features, bynode):
+    """The features ``node``'s split search may use: all of the tree's, or k of them.
+
+    k drawn without replacement (Floyd's algorithm), in ascending order, from a
+    stream that depends only on the tree's seed and the node id: the same
+    draw whatever the number of threads or the order nodes are searched in.
+    """
+    n_used = features.shape[0]
+    if bynode is None:
+        return features[:n_used]
+    k = bynode.k[0]
+    mark = bynode.mark
+    s = bynode.seed[0] ^ (np.uint64(node) * np.uint64(0xD1B54A32D192ED03))
+    for j in range(n_used - k, n_used):
+        s, r = _next_random(s)
+        t = np.int64((r >> np.uint64(11)) * (1.0 / 9007199254740992.0) * (j + 1))
+        if t > j:
+            t = j
+        if mark[t]:
+            mark[j] = 1
+        else:
+            mark[t] = 1
+    c = 0
+    for i in range(n_used):
+        if mark[i]:
+            bynode.chosen[c] = features[i]
+            c += 1
+            mark[i] = 0
+    return bynode.chosen[:k]
+
+
+@kernel
+def _consider(node, nodes, features, feature_bins, tree, split, scratch, general, bynode):
     """Find ``node``'s best split; mark it a candidate if the gain is worth a split."""
     if nodes.slot[node] < 0 or not _can_split(node, nodes.depth, nodes.count, nodes.sum_h,
                                               tree.max_depth, split.min_samples_leaf,
                                               split.min_child_weight):
         return
-    n_used = features.shape[0]
+    candidates = _node_features(node, features, bynode)
+    n_used = candidates.shape[0]
     out = scratch.split_out[:n_used]
     bitsets = scratch.split_bitsets[:n_used]
-    find_best_splits(scratch.hist_pool[nodes.slot[node]], features, feature_bins,
+    find_best_splits(scratch.hist_pool[nodes.slot[node]], candidates, feature_bins,
                      nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
                      out, bitsets, general)
     best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
@@ -331,7 +539,7 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
     if value > tree.min_split_gain and value > 0.0:
         nodes.candidate[node] = 1
         nodes.split_gain[node] = value
-        nodes.split_feature[node] = features[best]
+        nodes.split_feature[node] = candidates[best]
         nodes.split_bin[node] = np.int64(out[best, BIN])
         nodes.split_ml[node] = np.int64(out[best, MISSING_LEFT])
         nodes.split_gl[node] = out[best, LEFT_G]

@@ -48,3 +48,28 @@ RootHistograms = namedtuple("RootHistograms", ["multi", "counts", "output"])
 Nodes = namedtuple("Nodes", [
     "depth", "count", "sum_g", "sum_h", "slot", "split_gain", "split_feature", "split_bin",
     "split_ml", "split_gl", "split_hl", "split_cl", "split_bitset", "candidate"])
+
+#: a tree being grown, besides its per-node growth state (Nodes): the node arrays
+#: grow_tree returns (indexed by node id, 2 max_leaf_nodes - 1 of them), each node's
+#: slice of sample_indices, the stack of free histogram slots, and the counters
+#: (n_nodes, n_leaves, n_free, phase, pending node) in one int64 array, which a
+#: resumed growth updates
+TreeState = namedtuple("TreeState", [
+    "feature", "bin_threshold", "missing_left", "node_categorical", "cat_bitset", "left",
+    "right", "gain", "start", "stop", "free_slots", "counters"])
+
+#: binned sparse data (binning.SparseBinned) and its scratch: col_ptr int64
+#: (n_features + 1,), rows uint32, bins uint8, zero_bin uint8 (n_features,); mark
+#: uint8 (n_samples,) zeros (row -> node slot while a histogram pass runs);
+#: root_sums float64 (2,): the tree's gradient and hessian sums over its rows,
+#: written by the caller (NumPy's pairwise sums, as format-1 models were trained)
+SparseBins = namedtuple("SparseBins", ["col_ptr", "rows", "bins", "zero_bin", "mark",
+                                       "root_sums"])
+
+#: per-node column sampling (colsample_bynode): seed uint64 (1,), this tree's draw;
+#: k int64 (1,), the features each node may use; mark uint8 (n_features,) zeros and
+#: chosen int32 (n_features,) scratch
+NodeColumns = namedtuple("NodeColumns", ["seed", "k", "mark", "chosen"])
+
+#: a tree grown step by step (grow_tree's ``resume``): its TreeState and Nodes
+Resume = namedtuple("Resume", ["state", "nodes"])

@@ -31,7 +31,9 @@ def soft_threshold(g, alpha):
         return g - alpha
     if g < -alpha:
         return g + alpha
-    return 0.0
+    # a zero with g's sign, as NumPy's sign(g) * max(|g| - alpha, 0): the leaf value
+    # -T/(H + lambda) then has the same sign of zero on every path
+    return 0.0 * g
 
 
 @kernel

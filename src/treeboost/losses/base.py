@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._kernels.booster import newton_values
 from ..exceptions import DataError
 
 #: the largest |gradient| or |hessian| accepted at F0 (``Loss.check_scale``): gradients
@@ -70,13 +71,27 @@ def check_hessian(name: str, y: np.ndarray, f: np.ndarray, hessian: np.ndarray) 
 
 
 def newton_leaf_value(sum_g, sum_h, reg_lambda, reg_alpha):
-    """-T(G) / (H + lambda), T the L1 soft-threshold (XGBoost eq. 5)."""
-    g = np.asarray(sum_g, dtype=np.float64)
-    t = np.sign(g) * np.maximum(np.abs(g) - reg_alpha, 0.0)
-    den = np.asarray(sum_h, dtype=np.float64) + reg_lambda
-    # divide only where den > 0 (no warnings to silence: errstate costs more than
-    # the division on a tree's few nodes)
-    return np.divide(-t, den, out=np.zeros_like(den), where=den > 0)
+    """-T(G) / (H + lambda), T the L1 soft-threshold (XGBoost eq. 5); 0 where H + lambda <= 0.
+
+    Parameters
+    ----------
+    sum_g, sum_h : float or array-like
+        Gradient and hessian sums of the nodes (the same shape).
+    reg_lambda, reg_alpha : float
+        L2 and L1 regularisation.
+
+    Returns
+    -------
+    ndarray of float64
+        The values, of the shape of ``sum_g`` (the arithmetic of the fused kernel,
+        ``_kernels.booster.newton_values``).
+    """
+    g, h = np.broadcast_arrays(np.asarray(sum_g, dtype=np.float64),
+                               np.asarray(sum_h, dtype=np.float64))
+    out = np.empty(g.shape, dtype=np.float64)
+    newton_values(np.ascontiguousarray(g).reshape(-1), np.ascontiguousarray(h).reshape(-1),
+                  float(reg_lambda), float(reg_alpha), out.reshape(-1))
+    return out
 
 
 #: the values of ``Loss.leaf_line_search``: "newton" uses the base ``leaf_values``, the
