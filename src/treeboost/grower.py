@@ -48,6 +48,7 @@ from ._kernels.splitting import (
     find_best_splits,
 )
 from .binning import SparseBinned
+from .constraints import constraints_record
 
 # Below these sizes a node is handled by the serial kernels: waking the thread
 # pool costs more than the work (and much more on a loaded machine).
@@ -98,6 +99,10 @@ class GrowerParams:
     cat_smooth: float = 10.0
     max_cat_threshold: int = 32
     max_cat_to_onehot: int = 16
+    #: as the parameters (``treeboost.constraints``), by index; None: unconstrained
+    monotone_constraints: object = None
+    interaction_constraints: object = None
+    monotone_constraints_method: str = "basic"
 
 
 class _Node:
@@ -138,6 +143,12 @@ class GrownTree:
     leaf_nodes: np.ndarray
     leaf_starts: np.ndarray
     leaf_stops: np.ndarray
+    #: each node's value bounds under monotone constraints (None without constraints)
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    #: every node's row slice (kernel growth only), for line searches at internal nodes
+    starts: np.ndarray | None = None
+    stops: np.ndarray | None = None
 
 
 class TreeGrower:
@@ -185,6 +196,17 @@ class TreeGrower:
         self._serial_limits = _serial_limits()
         self._categorical = bool(self.is_categorical.any())
         self.sparse = isinstance(X_binned, SparseBinned)
+        #: the kernel's constraints record, or None (constraints.constraints_record)
+        self.constraints = constraints_record(
+            params.monotone_constraints, params.interaction_constraints,
+            params.monotone_constraints_method, self.is_categorical)
+        if self.constraints is not None and not self.uses_kernel:
+            # the Python loop below is being retired in favour of the kernel grower
+            raise ValueError(
+                "monotone_constraints and interaction_constraints need dense data, "
+                "max_leaf_nodes not None and colsample_bynode=1.0 (got "
+                f"{'sparse' if self.sparse else 'dense'} data, max_leaf_nodes="
+                f"{params.max_leaf_nodes}, colsample_bynode={params.colsample_bynode})")
         if self.sparse:
             self._mark = np.zeros(n_samples, dtype=np.uint8)  # row -> node slot (1, 2)
             self._column = np.empty((1, n_samples), dtype=np.uint8)  # one feature's bins
@@ -221,7 +243,7 @@ class TreeGrower:
         bitsets = self._split_bitsets[:features.size]
         find_best_splits(node.hist, features, self._feature_bins, float(node.sum_g),
                          float(node.sum_h), float(node.count), self._split_params, out, bitsets,
-                         True)
+                         True, None)
         best = int(out[:, GAIN].argmax())  # first maximum: lowest feature wins ties
         gain = out[best, GAIN]
         if gain > p.min_split_gain and gain > 0.0:
@@ -359,7 +381,8 @@ class TreeGrower:
         return (self.X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
                 self._feature_bins, self._tree, self._split_params, self._scratch,
                 _NO_ROOT if root is None else RootHistograms(*root, int(output)),
-                self._general(sample_indices.shape[0], features.shape[0], all_rows))
+                self._general(sample_indices.shape[0], features.shape[0], all_rows),
+                self.constraints)
 
     def _general(self, n_rows: int, n_used: int, all_rows: bool):
         """``grow_tree``'s ``general``: True, or None for a lean tree.
@@ -409,8 +432,8 @@ class TreeGrower:
 
     def _grow_kernel(self, gradient, hessian, sample_indices, features, all_rows) -> GrownTree:
         (n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, left, right,
-         gain, count, sum_g, sum_h, start, stop) = grow_tree(*self.kernel_arguments(
-             gradient, hessian, sample_indices, features, all_rows))
+         gain, count, sum_g, sum_h, start, stop, constrained) = grow_tree(
+             *self.kernel_arguments(gradient, hessian, sample_indices, features, all_rows))
         left = left[:n_nodes]
         leaves = np.flatnonzero(left < 0)
         return GrownTree(
@@ -419,7 +442,10 @@ class TreeGrower:
             cat_bitset=cat_bitset[:n_nodes], left=left, right=right[:n_nodes],
             gain=gain[:n_nodes], count=count[:n_nodes], sum_g=sum_g[:n_nodes],
             sum_h=sum_h[:n_nodes], leaf_nodes=leaves, leaf_starts=start[leaves],
-            leaf_stops=stop[leaves])
+            leaf_stops=stop[leaves],
+            lower=None if constrained is None else constrained.lower[:n_nodes],
+            upper=None if constrained is None else constrained.upper[:n_nodes],
+            starts=start[:n_nodes], stops=stop[:n_nodes])
 
     def _split(self, parent: _Node, sample_indices: np.ndarray, next_id: int):
         _, feature, bin_thr, missing_left, gl, hl, cl, bitset = parent.split

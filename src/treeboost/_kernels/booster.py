@@ -24,18 +24,18 @@ _FLOAT64_MAX = 1.7976931348623157e308
 
 @kernel
 def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                     feature_bins, tree, split, scratch, root, general, max_delta_step,
-                     shrinkage, bin_edges, n_edges, outside, raw_score):
+                     feature_bins, tree, split, scratch, root, general, constraints,
+                     max_delta_step, shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
-    # the arguments up to general are grow_tree's
+    # the arguments up to constraints are grow_tree's
     # max_delta_step: float, np.inf for none; shrinkage: float
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
     # raw_score: float64 (n_samples,), this tree's output                      # IN/OUT
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
-     right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
+     right, gain, count, sum_g, sum_h, start, stop, constrained) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
-        split, scratch, root, general)
+        split, scratch, root, general, constraints)
     reg_lambda = split.reg_lambda
     reg_alpha = split.reg_alpha
     missing_bin = feature_bins.missing_bin
@@ -49,6 +49,8 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
         t = soft_threshold(sum_g[j], reg_alpha)
         den = sum_h[j] + reg_lambda
         v = -t / den if den > 0.0 else 0.0
+        if constraints is not None:  # the node's monotone bounds, then the cap
+            v = min(max(v, constrained.lower[j]), constrained.upper[j])
         # np.clip's order: the lower bound, then the upper
         v = min(max(v, -max_delta_step), max_delta_step)
         value[j] = shrinkage * v

@@ -13,6 +13,14 @@ with the largest gain, ties to the lowest node id: the order of the Python
 grower's heap of (-gain, node_id). Histograms live in ``hist_pool`` slots:
 a splittable leaf holds one; after a split the larger child takes over the
 parent's slot (parent minus smaller child) and the smaller child a free one.
+
+Constraints (``constraints`` not None; None compiles all of it out): each
+node carries value bounds and the interaction sets its path still allows
+(``records.NodeState``). ``_node_features`` and ``_node_bounds`` restrict a
+node's split search; ``_constrain_children`` sets the children's state after
+a split (LightGBM's "basic" monotone method: on a feature constrained to
+increase, left.upper = right.lower = the mean of the two children's clipped
+values; otherwise the parent's bounds; the sets that hold the split feature).
 """
 
 import numpy as np
@@ -20,7 +28,7 @@ import numpy as np
 from ._jit import kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
-from .records import Nodes
+from .records import NodeBounds, Nodes, NodeState
 from .splitting import (
     BIN,
     BITSET_WORDS,
@@ -29,6 +37,7 @@ from .splitting import (
     LEFT_G,
     LEFT_H,
     MISSING_LEFT,
+    clipped_value,
     find_best_splits,
 )
 
@@ -96,7 +105,7 @@ def _build_node_histogram(X_binned, rows, gradient, hessian, features, feature_b
 
 @kernel
 def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins,
-              tree, split, scratch, root, general):
+              tree, split, scratch, root, general, constraints):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major        # IN
     # gradient, hessian: float32 (n_samples,)                        # IN
@@ -112,6 +121,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # compiles neither the parallel node kernels nor the categorical split search:
     # a small numerical fit, a new user's first, compiles in about half the time
     # (benchmarks/bench_first_fit.py).
+    # constraints: records.Constraints, or None (compiled out, as general). The
+    # returned NodeState (None without constraints) holds each node's value bounds.
     n_bins_non_missing = feature_bins.n_bins_non_missing
     is_categorical = feature_bins.is_categorical
     missing_bin = feature_bins.missing_bin
@@ -176,7 +187,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     for j in range(max_leaf_nodes):
         free_slots[j] = max_leaf_nodes - 1 - j
     nodes = Nodes(depth, count, sum_g, sum_h, slot, split_gain, split_feature, split_bin,
-                  split_ml, split_gl, split_hl, split_cl, split_bitset, candidate)
+                  split_ml, split_gl, split_hl, split_cl, split_bitset, candidate,
+                  _node_state(capacity, n_bins_non_missing.shape[0], constraints))
     n_free = max_leaf_nodes
 
     # ---- root ------------------------------------------------------------------
@@ -211,7 +223,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # literal argument compiles a specialisation of its own for it
     root_node = np.int64(0)
     n_nodes = np.int64(1)
-    _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general)
+    _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
+              constraints)
     if candidate[0] == 0:
         n_free = _release(root_node, slot, free_slots, n_free)
 
@@ -264,6 +277,9 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         count[rc] = count[node] - split_cl[node]
         depth[lc] = depth[node] + 1
         depth[rc] = depth[node] + 1
+        if constraints is not None:  # the children's bounds and interaction sets
+            _constrain_children(nodes.constrained, node, lc, rc, f, sum_g[node], sum_h[node],
+                                split_gl[node], split_hl[node], split, constraints)
         n_leaves += 1
         if n_leaves < max_leaf_nodes and (
                 _can_split(lc, depth, count, sum_h, tree.max_depth, split.min_samples_leaf,
@@ -284,12 +300,12 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                                 n_bins_non_missing, missing_bin)
             for child in range(lc, rc + 1):  # left, then right
                 _consider(child, nodes, features, feature_bins, tree, split, scratch,
-                          general)
+                          general, constraints)
                 if candidate[child] == 0:
                     n_free = _release(child, slot, free_slots, n_free)
         n_free = _release(node, slot, free_slots, n_free)
     return (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
-            right, gain, count, sum_g, sum_h, start, stop)
+            right, gain, count, sum_g, sum_h, start, stop, nodes.constrained)
 
 
 @kernel
@@ -311,18 +327,25 @@ def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child
 
 
 @kernel
-def _consider(node, nodes, features, feature_bins, tree, split, scratch, general):
+def _consider(node, nodes, features, feature_bins, tree, split, scratch, general,
+              constraints):
     """Find ``node``'s best split; mark it a candidate if the gain is worth a split."""
     if nodes.slot[node] < 0 or not _can_split(node, nodes.depth, nodes.count, nodes.sum_h,
                                               tree.max_depth, split.min_samples_leaf,
                                               split.min_child_weight):
         return
+    # constraints: the features the node's interaction sets allow, and its value bounds
+    features = _node_features(features, node, nodes, constraints)
+    bounds = _node_bounds(node, nodes, constraints)
+    if constraints is not None:
+        if features.shape[0] == 0:
+            return
     n_used = features.shape[0]
     out = scratch.split_out[:n_used]
     bitsets = scratch.split_bitsets[:n_used]
     find_best_splits(scratch.hist_pool[nodes.slot[node]], features, feature_bins,
                      nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
-                     out, bitsets, general)
+                     out, bitsets, general, bounds)
     best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
     for k in range(1, n_used):
         if out[k, GAIN] > out[best, GAIN]:
@@ -339,3 +362,83 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
         nodes.split_cl[node] = np.int64(out[best, LEFT_C])
         for w in range(BITSET_WORDS):
             nodes.split_bitset[node, w] = bitsets[best, w]
+
+
+# ---- constraints (records.Constraints; only compiled when a tree has some) ------------
+@kernel
+def _node_state(capacity, n_features, constraints):
+    """The per-node constrained state (root: no bounds, every set open), or None."""
+    if constraints is None:
+        return None
+    else:
+        n_sets = constraints.sets.shape[0]
+        lower = np.empty(capacity, dtype=np.float64)
+        upper = np.empty(capacity, dtype=np.float64)
+        sets = np.empty((capacity, n_sets), dtype=np.uint8)
+        for j in range(capacity):
+            lower[j] = -np.inf
+            upper[j] = np.inf
+            for s in range(n_sets):
+                sets[j, s] = 1
+        return NodeState(lower, upper, sets, np.empty(n_features, dtype=np.int32))
+
+
+@kernel
+def _node_features(features, node, nodes, constraints):
+    """The features ``node`` may split on: those of an interaction set its path allows.
+
+    A set is open to a node while it holds every feature split on above it;
+    the node may use the union of its open sets (LightGBM's and XGBoost's rule).
+    """
+    if constraints is None:
+        return features
+    else:
+        state = nodes.constrained
+        member = constraints.sets
+        m = 0
+        for k in range(features.shape[0]):
+            f = features[k]
+            for s in range(member.shape[0]):
+                if state.sets[node, s] and member[s, f]:
+                    state.features[m] = f
+                    m += 1
+                    break
+        return state.features[:m]
+
+
+@kernel
+def _node_bounds(node, nodes, constraints):
+    """``node``'s value bounds for the split search (records.NodeBounds), or None."""
+    if constraints is None:
+        return None
+    else:
+        state = nodes.constrained
+        return NodeBounds(state.lower[node], state.upper[node], constraints.monotone)
+
+
+@kernel
+def _constrain_children(state, node, lc, rc, f, sum_g, sum_h, gl, hl, split, constraints):
+    """The children's bounds and open interaction sets after ``node`` splits on ``f``."""
+    lower = state.lower[node]
+    upper = state.upper[node]
+    state.lower[lc] = lower
+    state.upper[lc] = upper
+    state.lower[rc] = lower
+    state.upper[rc] = upper
+    direction = constraints.monotone[f]
+    if direction != 0:  # LightGBM "basic": the mean of the children's clipped values
+        wl = clipped_value(gl, hl, split.reg_lambda, split.reg_alpha, lower, upper)
+        wr = clipped_value(sum_g - gl, sum_h - hl, split.reg_lambda, split.reg_alpha, lower,
+                           upper)
+        mid = 0.5 * (wl + wr)
+        if direction > 0:
+            state.upper[lc] = mid
+            state.lower[rc] = mid
+        else:
+            state.lower[lc] = mid
+            state.upper[rc] = mid
+    member = constraints.sets
+    for s in range(member.shape[0]):
+        is_open = state.sets[node, s] & member[s, f]
+        state.sets[lc, s] = is_open
+        state.sets[rc, s] = is_open
