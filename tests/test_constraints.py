@@ -305,7 +305,9 @@ def _california():
     return X, np.asarray(y, dtype=float) / 1e5
 
 
-#: treeboost's test RMSE may be at most 1 % above LightGBM's under the same constraints
+#: treeboost's mean test RMSE over three splits may be at most 1 % above LightGBM's under
+#: the same constraints (unconstrained, single splits differ by up to 1 % either way:
+#: benchmarks/bench_constraints.py)
 REL_TOL = 0.01
 
 
@@ -326,14 +328,16 @@ def test_california_against_lightgbm(kind):
                   [n for n in names if n not in ("longitude", "latitude")]]
         ours_kw = dict(interaction_constraints=groups)
         lgb_kw = dict(interaction_constraints=[[names.index(n) for n in g] for g in groups])
-    train, test = train_test_split(np.arange(y.size), test_size=0.25, random_state=0)
-    ours = TreeBoostRegressor(n_estimators=200, random_state=0, n_jobs=1, **ours_kw).fit(
-        X.iloc[train], y[train])
-    theirs = lgb.LGBMRegressor(n_estimators=200, num_leaves=31, learning_rate=0.1,
-                               min_child_samples=20, min_child_weight=1e-3, reg_lambda=0.0,
-                               min_data_in_bin=1, min_data_per_group=1, cat_smooth=10.0,
-                               cat_l2=10.0, max_cat_to_onehot=16, n_jobs=1, verbose=-1,
-                               **lgb_kw).fit(X.iloc[train], y[train])
-    rmse_ours = mean_squared_error(y[test], ours.predict(X.iloc[test])) ** 0.5
-    rmse_theirs = mean_squared_error(y[test], theirs.predict(X.iloc[test])) ** 0.5
-    assert rmse_ours <= rmse_theirs * (1 + REL_TOL), (rmse_ours, rmse_theirs)
+    ratios = []
+    for seed in range(3):
+        train, test = train_test_split(np.arange(y.size), test_size=0.25, random_state=seed)
+        ours = TreeBoostRegressor(n_estimators=200, random_state=seed, n_jobs=1,
+                                  **ours_kw).fit(X.iloc[train], y[train])
+        theirs = lgb.LGBMRegressor(
+            n_estimators=200, num_leaves=31, learning_rate=0.1, min_child_samples=20,
+            min_child_weight=1e-3, reg_lambda=0.0, min_data_in_bin=1, min_data_per_group=1,
+            cat_smooth=10.0, cat_l2=10.0, max_cat_to_onehot=16, n_jobs=1, verbose=-1,
+            random_state=seed, **lgb_kw).fit(X.iloc[train], y[train])
+        ratios.append(mean_squared_error(y[test], ours.predict(X.iloc[test]))
+                      / mean_squared_error(y[test], theirs.predict(X.iloc[test])))
+    assert np.mean(np.sqrt(ratios)) <= 1 + REL_TOL, ratios

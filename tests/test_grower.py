@@ -199,7 +199,7 @@ def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels(monkeypatch
                             GrowerParams())
         args = grower.kernel_arguments(g, h, np.arange(n_rows, dtype=INDEX_DTYPE),
                                        np.arange(n_used, dtype=NODE_DTYPE), all_rows)
-        return args[-1]
+        return args[-2]  # general; the constraints record follows
 
     # all rows: the root's histogram has its own parallel kernel; children hold at
     # most half the rows

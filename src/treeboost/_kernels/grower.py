@@ -16,8 +16,8 @@ parent's slot (parent minus smaller child) and the smaller child a free one.
 
 Constraints (``constraints`` not None; None compiles all of it out): each
 node carries value bounds and the interaction sets its path still allows
-(``records.NodeState``). ``_node_features`` and ``_node_bounds`` restrict a
-node's split search; ``_constrain_children`` sets the children's state after
+(``records.NodeState``). ``_node_features`` and the node's bounds restrict
+its split search (``_consider``); ``_constrain_children`` sets the children's state after
 a split (LightGBM's "basic" monotone method: on a feature constrained to
 increase, left.upper = right.lower = the mean of the two children's clipped
 values; otherwise the parent's bounds; the sets that hold the split feature).
@@ -334,12 +334,13 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
                                               tree.max_depth, split.min_samples_leaf,
                                               split.min_child_weight):
         return
-    # constraints: the features the node's interaction sets allow, and its value bounds
-    features = _node_features(features, node, nodes, constraints)
-    bounds = _node_bounds(node, nodes, constraints)
-    if constraints is not None:
+    bounds = None
+    if constraints is not None:  # the features its interaction sets allow, its value bounds
+        features = _node_features(features, node, nodes.constrained, constraints.sets)
         if features.shape[0] == 0:
             return
+        bounds = NodeBounds(nodes.constrained.lower[node], nodes.constrained.upper[node],
+                            constraints.monotone)
     n_used = features.shape[0]
     out = scratch.split_out[:n_used]
     bitsets = scratch.split_bitsets[:n_used]
@@ -384,36 +385,22 @@ def _node_state(capacity, n_features, constraints):
 
 
 @kernel
-def _node_features(features, node, nodes, constraints):
+def _node_features(features, node, state, member):
     """The features ``node`` may split on: those of an interaction set its path allows.
 
     A set is open to a node while it holds every feature split on above it;
     the node may use the union of its open sets (LightGBM's and XGBoost's rule).
     """
-    if constraints is None:
-        return features
-    else:
-        state = nodes.constrained
-        member = constraints.sets
-        m = 0
-        for k in range(features.shape[0]):
-            f = features[k]
-            for s in range(member.shape[0]):
-                if state.sets[node, s] and member[s, f]:
-                    state.features[m] = f
-                    m += 1
-                    break
-        return state.features[:m]
-
-
-@kernel
-def _node_bounds(node, nodes, constraints):
-    """``node``'s value bounds for the split search (records.NodeBounds), or None."""
-    if constraints is None:
-        return None
-    else:
-        state = nodes.constrained
-        return NodeBounds(state.lower[node], state.upper[node], constraints.monotone)
+    # member: uint8 (n_sets, n_features), Constraints.sets     # IN
+    m = 0
+    for k in range(features.shape[0]):
+        f = features[k]
+        for s in range(member.shape[0]):
+            if state.sets[node, s] and member[s, f]:
+                state.features[m] = f
+                m += 1
+                break
+    return state.features[:m]
 
 
 @kernel
