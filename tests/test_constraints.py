@@ -341,3 +341,24 @@ def test_california_against_lightgbm(kind):
         ratios.append(mean_squared_error(y[test], ours.predict(X.iloc[test]))
                       / mean_squared_error(y[test], theirs.predict(X.iloc[test])))
     assert np.mean(np.sqrt(ratios)) <= 1 + REL_TOL, ratios
+
+
+def test_train_api_trace_and_modes():
+    """The functional API by index; the Python leaf path (trace=True); dart and rf scale
+    trees by positive factors, which keeps the order."""
+    from treeboost import Dataset, train
+
+    X, y = _data(n=600)
+    for extra in ({"trace": None}, {"boosting": "dart"}, {"boosting": "rf"}):
+        trace = [] if "trace" in extra else None
+        params = {"monotone_constraints": {0: 1, 1: -1}, "n_estimators": 15,
+                  "random_state": 0, "subsample": 0.7, "loss": "squared_error",
+                  **{k: v for k, v in extra.items() if k != "trace"}}
+        booster = train(params, Dataset(X, y, categorical_features=[3]), trace=trace)
+
+        class Wrapped:  # _grid_raw reads booster_.predict_raw
+            booster_ = booster
+
+        _assert_monotone(Wrapped, X, MONOTONE)
+    with pytest.raises(ValueError, match="names need a data frame"):
+        train({"monotone_constraints": {"x0": 1}}, Dataset(X, y, categorical_features=[3]))
