@@ -70,10 +70,12 @@ def _assert_monotone(model, X, monotone):
 MONOTONE = [1, -1, 0, 0, 0]
 
 
+@pytest.mark.parametrize("method", ["basic", "intermediate"])
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error", "quantile", "huber"])
-def test_regression_monotone(loss):
+def test_regression_monotone(loss, method):
     X, y = _data()
     model = TreeBoostRegressor(loss=loss, monotone_constraints=MONOTONE,
+                               monotone_constraints_method=method,
                                categorical_features=[3], **SAMPLING).fit(X, y)
     _assert_monotone(model, X, MONOTONE)
     if loss != "quantile":  # still a good fit: the constraints hold in the truth
@@ -88,9 +90,11 @@ def test_regression_monotone_unconstrained_is_not():
         _assert_monotone(model, X, MONOTONE)
 
 
-def test_binary_monotone():
+@pytest.mark.parametrize("method", ["basic", "intermediate"])
+def test_binary_monotone(method):
     X, y = _data()
     model = TreeBoostClassifier(monotone_constraints={0: 1, 1: -1}, categorical_features=[3],
+                                monotone_constraints_method=method,
                                 **SAMPLING).fit(X, (y > np.median(y)).astype(int))
     _assert_monotone(model, X, MONOTONE)
     Z = np.repeat(X[:1], N_GRID, axis=0)
@@ -98,10 +102,12 @@ def test_binary_monotone():
     assert np.diff(model.predict_proba(Z)[:, 1]).min() >= 0.0
 
 
-def test_multiclass_every_class_monotone():
+@pytest.mark.parametrize("method", ["basic", "intermediate"])
+def test_multiclass_every_class_monotone(method):
     X, y = _data()
     labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
     model = TreeBoostClassifier(monotone_constraints=MONOTONE, categorical_features=[3],
+                                monotone_constraints_method=method,
                                 **SAMPLING).fit(X, labels)
     raw = _grid_raw(model, X, 0)
     assert raw.shape[0] == 3  # one raw score per class, each constrained
@@ -206,7 +212,7 @@ def test_interaction_one_full_set_is_unconstrained():
     (dict(interaction_constraints=[0, 1]), "interaction_constraints"),
     (dict(monotone_constraints=[1, 0, 0, 0, 0], colsample_bynode=0.5), "colsample_bynode"),
     (dict(interaction_constraints=[[0, 1]], max_leaf_nodes=None), "max_leaf_nodes"),
-    (dict(monotone_constraints_method="intermediate"), "monotone_constraints_method"),
+    (dict(monotone_constraints_method="advanced"), "monotone_constraints_method"),
 ])
 def test_errors(params, match):
     X, y = _data(n=200)
@@ -311,7 +317,7 @@ def _california():
 REL_TOL = 0.01
 
 
-@pytest.mark.parametrize("kind", ["monotone", "interaction"])
+@pytest.mark.parametrize("kind", ["basic", "intermediate", "interaction"])
 def test_california_against_lightgbm(kind):
     lgb = pytest.importorskip("lightgbm")
     from sklearn.metrics import mean_squared_error
@@ -319,10 +325,11 @@ def test_california_against_lightgbm(kind):
 
     X, y = _california()
     names = list(X.columns)
-    if kind == "monotone":  # house values rise with income
-        ours_kw = dict(monotone_constraints={"median_income": 1})
+    if kind != "interaction":  # house values rise with income
+        ours_kw = dict(monotone_constraints={"median_income": 1},
+                       monotone_constraints_method=kind)
         lgb_kw = dict(monotone_constraints=[int(n == "median_income") for n in names],
-                      monotone_constraints_method="basic")
+                      monotone_constraints_method=kind)
     else:  # location apart from the rest
         groups = [["longitude", "latitude", "ocean_proximity"],
                   [n for n in names if n not in ("longitude", "latitude")]]

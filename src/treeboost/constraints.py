@@ -8,15 +8,20 @@ names): the features split on along one root-to-leaf path must all lie in
 one set. As in LightGBM, a feature listed in no set is never split on (XGBoost
 lets the root use it and then only it below).
 
-The tree kernel (``_kernels.grower``, LightGBM's "basic" method) keeps every
-node's value in [lower, upper] and returns those bounds; Newton leaves are
-clipped to them. Leaves set by a loss's own line search (median, quantile,
-Huber) live on another scale than the Newton values the bounds come from (an
-absolute-error leaf's Newton value is a mean of signs, in [-1, 1]), so for
-them ``clip_line_search_values`` applies the same rule again top-down on the
-line-search values of the nodes: the split structure is the constrained one,
-and every leaf under the left child of an increasing split ends at or below
-every leaf under its right child.
+The tree kernel (``_kernels.grower``) keeps every node's value in [lower,
+upper] and returns those bounds; Newton leaves are clipped to them. Method
+"basic" (LightGBM's) bounds the two children of a monotone split at the mean
+of their values; "intermediate" bounds each by the other's value and, as the
+tree grows, moves the bounds of the leaves across every monotone ancestor
+split past the new leaves' values (LightGBM's intermediate method, except that
+every leaf across the split counts, not only those whose regions touch).
+Leaves set by a loss's own line search (median, quantile, Huber) live on
+another scale than the Newton values the bounds come from (an absolute-error
+leaf's Newton value is a mean of signs, in [-1, 1]), so for them
+``clip_line_search_values`` applies the basic rule again top-down on the
+line-search values of the nodes (whatever the method): the split structure is
+the constrained one, and every leaf under the left child of an increasing
+split ends at or below every leaf under its right child.
 
 Missing values: a split sends them to one side, learned per split, so a row
 with a missing constrained feature is predicted as some value the model
@@ -32,7 +37,7 @@ import numpy as np
 
 from ._kernels.records import Constraints
 
-MONOTONE_METHODS = ("basic",)
+MONOTONE_METHODS = ("basic", "intermediate")
 
 
 def check_monotone(value) -> bool:

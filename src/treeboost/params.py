@@ -158,7 +158,9 @@ PARAMS = [
           "values (LightGBM's 'basic' method; not for categorical features).",
           choices="None, a list of -1/0/1 per feature, or a dict {index or name: -1/0/1}"),
     Param("monotone_constraints_method", "str", "basic", "How monotone constraints bound "
-          "the nodes: 'basic' (children meet at the mean of their values, LightGBM's).",
+          "the nodes: 'basic' (children meet at the mean of their values) or "
+          "'intermediate' (bounds from the values of the leaves across each monotone split, "
+          "updated as the tree grows; less constrained), after LightGBM's methods.",
           choices=MONOTONE_METHODS),
     Param("interaction_constraints", "custom", None, "Feature sets (indices or column "
           "names): the features on one root-to-leaf path must all lie in one set; a feature "

@@ -17,10 +17,12 @@ parent's slot (parent minus smaller child) and the smaller child a free one.
 Constraints (``constraints`` not None; None compiles all of it out): each
 node carries value bounds and the interaction sets its path still allows
 (``records.NodeState``). ``_node_features`` and the node's bounds restrict
-its split search (``_consider``); ``_constrain_children`` sets the children's state after
-a split (LightGBM's "basic" monotone method: on a feature constrained to
-increase, left.upper = right.lower = the mean of the two children's clipped
-values; otherwise the parent's bounds; the sets that hold the split feature).
+its split search (``_consider``); ``_constrain_children`` sets the children's
+state after a split (LightGBM's "basic" monotone method: on a feature
+constrained to increase, left.upper = right.lower = the mean of the two
+children's clipped values; otherwise the parent's bounds; the sets that hold
+the split feature), and for the "intermediate" method tightens the bounds of
+the leaves across the split, which ``_reconsider`` searches again.
 """
 
 import numpy as np
@@ -278,8 +280,10 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         depth[lc] = depth[node] + 1
         depth[rc] = depth[node] + 1
         if constraints is not None:  # the children's bounds and interaction sets
-            _constrain_children(nodes.constrained, node, lc, rc, f, sum_g[node], sum_h[node],
-                                split_gl[node], split_hl[node], split, constraints)
+            _constrain_children(nodes, node, lc, rc, f, left, right, split, constraints)
+            # "intermediate": leaves whose bounds tightened search their split again
+            n_free = _reconsider(nodes, features, feature_bins, tree, split, scratch, general,
+                                 constraints, free_slots, n_free)
         n_leaves += 1
         if n_leaves < max_leaf_nodes and (
                 _can_split(lc, depth, count, sum_h, tree.max_depth, split.min_samples_leaf,
@@ -376,12 +380,17 @@ def _node_state(capacity, n_features, constraints):
         lower = np.empty(capacity, dtype=np.float64)
         upper = np.empty(capacity, dtype=np.float64)
         sets = np.empty((capacity, n_sets), dtype=np.uint8)
+        parent = np.empty(capacity, dtype=np.int64)
+        changed = np.empty(capacity + 1, dtype=np.int64)
+        changed[0] = 0
         for j in range(capacity):
             lower[j] = -np.inf
             upper[j] = np.inf
+            parent[j] = -1
             for s in range(n_sets):
                 sets[j, s] = 1
-        return NodeState(lower, upper, sets, np.empty(n_features, dtype=np.int32))
+        return NodeState(lower, upper, sets, np.empty(n_features, dtype=np.int32), parent,
+                         changed, np.empty(capacity, dtype=np.int64))
 
 
 @kernel
@@ -404,28 +413,104 @@ def _node_features(features, node, state, member):
 
 
 @kernel
-def _constrain_children(state, node, lc, rc, f, sum_g, sum_h, gl, hl, split, constraints):
-    """The children's bounds and open interaction sets after ``node`` splits on ``f``."""
+def _constrain_children(nodes, node, lc, rc, f, left, right, split, constraints):
+    """The children's bounds and open interaction sets after ``node`` splits on ``f``.
+
+    "basic": on a monotone feature the children meet at the mean of their
+    clipped values. "intermediate" (after LightGBM's): the left child is bounded
+    by the right one's value and the reverse, and every leaf across an ancestor's
+    monotone split from the new leaves has its bound moved past their values
+    (listed in ``state.changed`` to search its split again). LightGBM also skips
+    leaves whose regions cannot touch the new ones; here every leaf across the
+    split counts, which constrains more but needs no regions.
+    """
+    state = nodes.constrained
     lower = state.lower[node]
     upper = state.upper[node]
     state.lower[lc] = lower
     state.upper[lc] = upper
     state.lower[rc] = lower
     state.upper[rc] = upper
+    state.parent[lc] = node
+    state.parent[rc] = node
+    gl = nodes.split_gl[node]
+    hl = nodes.split_hl[node]
+    wl = clipped_value(gl, hl, split.reg_lambda, split.reg_alpha, lower, upper)
+    wr = clipped_value(nodes.sum_g[node] - gl, nodes.sum_h[node] - hl, split.reg_lambda,
+                       split.reg_alpha, lower, upper)
     direction = constraints.monotone[f]
-    if direction != 0:  # LightGBM "basic": the mean of the children's clipped values
-        wl = clipped_value(gl, hl, split.reg_lambda, split.reg_alpha, lower, upper)
-        wr = clipped_value(sum_g - gl, sum_h - hl, split.reg_lambda, split.reg_alpha, lower,
-                           upper)
-        mid = 0.5 * (wl + wr)
+    if direction != 0:
+        # basic: both sides of the mean; intermediate: each side of the other's value
+        low, high = (0.5 * (wl + wr), 0.5 * (wl + wr)) if constraints.method == 0 else (wl, wr)
         if direction > 0:
-            state.upper[lc] = mid
-            state.lower[rc] = mid
+            state.upper[lc] = high
+            state.lower[rc] = low
         else:
-            state.lower[lc] = mid
-            state.upper[rc] = mid
+            state.lower[lc] = high
+            state.upper[rc] = low
     member = constraints.sets
     for s in range(member.shape[0]):
         is_open = state.sets[node, s] & member[s, f]
         state.sets[lc, s] = is_open
         state.sets[rc, s] = is_open
+    state.changed[0] = 0
+    if constraints.method == 1:
+        _tighten_across(state, node, min(wl, wr), max(wl, wr), left, right, nodes.split_feature,
+                        constraints.monotone)
+
+
+@kernel
+def _tighten_across(state, node, low, high, left, right, split_feature, monotone):
+    """Bound the leaves across each monotone ancestor split by the new values [low, high]."""
+    child = node
+    a = state.parent[node]
+    while a >= 0:
+        direction = monotone[split_feature[a]]
+        if direction != 0:
+            on_left = left[a] == child
+            other = right[a] if on_left else left[a]
+            # the new leaves are on the low side of a: the other side's leaves stay above
+            above = (direction > 0) == on_left
+            top = 0
+            state.stack[top] = other
+            top += 1
+            while top > 0:
+                top -= 1
+                j = state.stack[top]
+                if left[j] >= 0:
+                    state.stack[top] = left[j]
+                    state.stack[top + 1] = right[j]
+                    top += 2
+                    continue
+                if above and high > state.lower[j]:
+                    state.lower[j] = high
+                elif not above and low < state.upper[j]:
+                    state.upper[j] = low
+                else:
+                    continue
+                n = state.changed[0]
+                seen = False
+                for q in range(1, n + 1):
+                    seen = seen or state.changed[q] == j
+                if not seen:
+                    state.changed[n + 1] = j
+                    state.changed[0] = n + 1
+        child = a
+        a = state.parent[a]
+
+
+@kernel
+def _reconsider(nodes, features, feature_bins, tree, split, scratch, general, constraints,
+                free_slots, n_free):
+    """Search again the split of each candidate leaf whose bounds tightened; return n_free."""
+    state = nodes.constrained
+    for q in range(1, state.changed[0] + 1):
+        j = state.changed[q]
+        if nodes.candidate[j]:  # non-candidates hold no histogram: they stay leaves
+            nodes.candidate[j] = 0
+            nodes.split_gain[j] = -np.inf
+            _consider(j, nodes, features, feature_bins, tree, split, scratch, general,
+                      constraints)
+            if nodes.candidate[j] == 0:
+                n_free = _release(j, nodes.slot, free_slots, n_free)
+    return n_free
