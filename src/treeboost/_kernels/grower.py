@@ -338,19 +338,25 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
                                               tree.max_depth, split.min_samples_leaf,
                                               split.min_child_weight):
         return
-    bounds = None
-    if constraints is not None:  # the features its interaction sets allow, its value bounds
+    if constraints is not None:  # the features its interaction sets allow
         features = _node_features(features, node, nodes.constrained, constraints.sets)
         if features.shape[0] == 0:
             return
-        bounds = NodeBounds(nodes.constrained.lower[node], nodes.constrained.upper[node],
-                            constraints.monotone)
     n_used = features.shape[0]
     out = scratch.split_out[:n_used]
     bitsets = scratch.split_bitsets[:n_used]
-    find_best_splits(scratch.hist_pool[nodes.slot[node]], features, feature_bins,
-                     nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
-                     out, bitsets, general, bounds)
+    # two calls, not one with a variable that is None or a record: Numba would type
+    # it Optional and compile the constrained gain into every tree's split search
+    if constraints is None:
+        find_best_splits(scratch.hist_pool[nodes.slot[node]], features, feature_bins,
+                         nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
+                         out, bitsets, general, None)
+    else:  # the node's value bounds
+        find_best_splits(scratch.hist_pool[nodes.slot[node]], features, feature_bins,
+                         nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
+                         out, bitsets, general,
+                         NodeBounds(nodes.constrained.lower[node], nodes.constrained.upper[node],
+                                    constraints.monotone))
     best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
     for k in range(1, n_used):
         if out[k, GAIN] > out[best, GAIN]:

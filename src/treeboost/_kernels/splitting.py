@@ -256,7 +256,7 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
                         + leaf_score(sum_g - gl, hr, lam, reg_alpha) - parent)
             else:  # a categorical feature is never monotone: bounds only
                 gain = constrained_split_gain(gl, hl, sum_g - gl, hr, lam, reg_alpha, bounds,
-                                              0, parent)
+                                              np.int8(0), parent)
             if gain > best:
                 best = gain
                 best_gl = gl
@@ -323,7 +323,7 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
                               out_bitset[k], cats, ratio, order, bounds)
         else:
             out_bitset[k, :] = 0
-            direction = 0
+            direction = np.int8(0)  # not the literal 0: a specialisation of its own
             if bounds is not None:
                 direction = bounds.monotone[f]
             _best_numerical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h, count,
