@@ -174,7 +174,9 @@ def compiled_signatures():
 
 # public kernels called only from other kernels: loaded from the kernel cache, their
 # callers do not compile them
-CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold"}
+CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
+                       "splitting.clipped_value", "splitting.constrained_split_gain",
+                       "splitting.score_given_value"}
 
 
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="kernels are plain Python")
