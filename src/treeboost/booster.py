@@ -25,6 +25,7 @@ from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
 from .binning import BinMapper, SparseBinned, canonical_sparse
 from .callbacks import CallbackList
+from .constraints import clip_line_search_values, monotone_array
 from .exceptions import DivergenceError
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
@@ -338,16 +339,42 @@ class Booster:
         """Every node's value before shrinkage: the loss's line search at the leaves."""
         gp = self.params.grower
         value = newton_leaf_value(grown.sum_g, grown.sum_h, gp.reg_lambda, gp.reg_alpha)
-        value[grown.leaf_nodes] = self.loss.leaf_values(
-            y, raw_k, sample_weight, indices, grown.leaf_starts, grown.leaf_stops,
-            grown.sum_g[grown.leaf_nodes], grown.sum_h[grown.leaf_nodes], context,
-            gp.reg_lambda, gp.reg_alpha)
+        if grown.lower is not None:  # monotone constraints (treeboost.constraints)
+            self._constrained_values(grown, value, y, raw_k, sample_weight, indices, context)
+        else:
+            value[grown.leaf_nodes] = self.loss.leaf_values(
+                y, raw_k, sample_weight, indices, grown.leaf_starts, grown.leaf_stops,
+                grown.sum_g[grown.leaf_nodes], grown.sum_h[grown.leaf_nodes], context,
+                gp.reg_lambda, gp.reg_alpha)
         mds = self.max_delta_step
         if mds is not None:
             # a trust region for the line search: Newton steps on near-zero
             # hessians (XGBoost's max_delta_step)
             np.clip(value, -mds, mds, out=value)
         return value
+
+    def _constrained_values(self, grown: GrownTree, value, y, raw_k, sample_weight, indices,
+                            context) -> None:
+        """``_leaf_values`` under monotone constraints: every node's value within its bounds.
+
+        Newton leaves are clipped to the grower's bounds; a loss's own line search
+        runs at every node and is clipped top-down by the same rule on its own scale
+        (``constraints.clip_line_search_values``).
+        """
+        gp = self.params.grower
+        if self.loss.newton_leaves:
+            np.clip(value, grown.lower, grown.upper, out=value)
+            return
+        value[:] = self.loss.leaf_values(y, raw_k, sample_weight, indices, grown.starts,
+                                         grown.stops, grown.sum_g, grown.sum_h, context,
+                                         gp.reg_lambda, gp.reg_alpha)
+        clip_line_search_values(value, grown.left, grown.right, grown.feature,
+                                self._monotone)
+
+    @property
+    def _monotone(self) -> np.ndarray:
+        gp = self.params.grower
+        return monotone_array(gp.monotone_constraints, self.n_features)
 
     def _make_tree(self, grown: GrownTree, value: np.ndarray) -> Tree:
         """The tree of ``grown`` with node values ``value``; thresholds in raw units."""

@@ -36,6 +36,7 @@ from ._kernels.records import (
 )
 from ._kernels.splitting import BITSET_WORDS, N_SPLIT_COLUMNS
 from .binning import SparseBinned
+from .constraints import constraints_record
 
 # Below these sizes a node is handled by the serial kernels: waking the thread
 # pool costs more than the work (and much more on a loaded machine).
@@ -81,6 +82,10 @@ class GrowerParams:
     cat_smooth: float = 10.0
     max_cat_threshold: int = 32
     max_cat_to_onehot: int = 16
+    #: as the parameters (``treeboost.constraints``), by index; None: unconstrained
+    monotone_constraints: object = None
+    interaction_constraints: object = None
+    monotone_constraints_method: str = "basic"
 
 
 @dataclass
@@ -105,10 +110,16 @@ class GrownTree:
     leaf_nodes: np.ndarray
     leaf_starts: np.ndarray
     leaf_stops: np.ndarray
+    #: each node's value bounds under monotone constraints (None without constraints)
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    #: every node's row slice, for line searches at internal nodes
+    starts: np.ndarray | None = None
+    stops: np.ndarray | None = None
 
 
 def _grown(n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, left, right,
-           gain, count, sum_g, sum_h, start, stop) -> GrownTree:
+           gain, count, sum_g, sum_h, start, stop, constrained) -> GrownTree:
     """The GrownTree of ``grow_tree``'s arrays (capacity-long; the first n_nodes used)."""
     left = left[:n_nodes]
     leaves = np.flatnonzero(left < 0)
@@ -118,7 +129,10 @@ def _grown(n_nodes, feature, bin_thr, missing_left, is_categorical, cat_bitset, 
         cat_bitset=cat_bitset[:n_nodes], left=left, right=right[:n_nodes],
         gain=gain[:n_nodes], count=count[:n_nodes], sum_g=sum_g[:n_nodes],
         sum_h=sum_h[:n_nodes], leaf_nodes=leaves, leaf_starts=start[leaves],
-        leaf_stops=stop[leaves])
+        leaf_stops=stop[leaves],
+        lower=None if constrained is None else constrained.lower[:n_nodes],
+        upper=None if constrained is None else constrained.upper[:n_nodes],
+        starts=start[:n_nodes], stops=stop[:n_nodes])
 
 
 class TreeGrower:
@@ -165,6 +179,10 @@ class TreeGrower:
                                       np.zeros(2, dtype=SUM_DTYPE))
             # the kernel's X_binned: the split feature's column is written there
             self._column = np.empty((1, n_samples), dtype=np.uint8)
+        #: the kernel's constraints record, or None (constraints.constraints_record)
+        self.constraints = constraints_record(
+            params.monotone_constraints, params.interaction_constraints,
+            params.monotone_constraints_method, self.is_categorical)
         self._bynode = None
         if params.colsample_bynode < 1.0:
             self._bynode = NodeColumns(np.zeros(1, dtype=np.uint64), np.ones(1, dtype=np.int64),
@@ -256,7 +274,7 @@ class TreeGrower:
                 self._feature_bins, self._tree, self._split_params, self._scratch,
                 _NO_ROOT if root is None else RootHistograms(*root, int(output)),
                 self._general(sample_indices.shape[0], features.shape[0], all_rows),
-                sparse, self._bynode)
+                sparse, self._bynode, self.constraints)
 
     def _build_records(self) -> None:
         p = self.params
@@ -364,8 +382,9 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     if len({a[7].max_leaf_nodes for a in args}) != 1:
         raise ValueError("every shard's grower must bound the tree by the same number of "
                          "leaves (set max_leaf_nodes)")
-    trees = [Resume(*new_tree(2 * a[7].max_leaf_nodes - 1, a[9].hist_pool.shape[0]))
-             for a in args]
+    trees = [Resume(*new_tree(2 * a[7].max_leaf_nodes - 1, a[9].hist_pool.shape[0],
+                              g.n_features, g.constraints))
+             for g, a in zip(growers, args, strict=True)]
     while True:
         built = {int(grow_tree(*a, resume)[0]) for a, resume in zip(args, trees, strict=True)}
         if len(built) != 1:
@@ -377,4 +396,4 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
                    zip(args, trees, strict=True)], features)
     return [_grown(s.counters[0], s.feature, s.bin_threshold, s.missing_left,
                    s.node_categorical, s.cat_bitset, s.left, s.right, s.gain, n.count,
-                   n.sum_g, n.sum_h, s.start, s.stop) for s, n in trees]
+                   n.sum_g, n.sum_h, s.start, s.stop, n.constrained) for s, n in trees]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._dtypes import MAX_BINS
+from .constraints import MONOTONE_METHODS, check_interaction, check_monotone
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
 from .metrics import METRICS, check_eval_metric
 from .modes import BOOSTING_MODES
@@ -151,6 +152,20 @@ PARAMS = [
           "node's categories (pulls rare categories to the middle).", low=0.0),
     Param("cat_l2", "float", 10.0, "Extra L2 regularisation of the children of a "
           "categorical split over sorted categories (not of one-vs-rest splits).", low=0.0),
+    Param("monotone_constraints", "custom", None, "Direction of each feature's effect "
+          "(-1, 0, +1): a list with one entry per feature, or a dict by index or column "
+          "name; predictions are then monotone along each constrained feature's non-missing "
+          "values (LightGBM's 'basic' method; not for categorical features).",
+          choices="None, a list of -1/0/1 per feature, or a dict {index or name: -1/0/1}"),
+    Param("monotone_constraints_method", "str", "basic", "How monotone constraints bound "
+          "the nodes: 'basic' (children meet at the mean of their values) or "
+          "'intermediate' (bounds from the values of the leaves across each monotone split, "
+          "updated as the tree grows; less constrained), after LightGBM's methods.",
+          choices=MONOTONE_METHODS),
+    Param("interaction_constraints", "custom", None, "Feature sets (indices or column "
+          "names): the features on one root-to-leaf path must all lie in one set; a feature "
+          "in no set is never split on (as LightGBM).",
+          choices="None or a list of lists of feature indices or names"),
     Param("class_weight", "custom", None, "Weights of the classes: None, 'balanced' or a "
           "dict {label: weight}; multiplied into sample_weight.",
           choices="None, 'balanced' or a dict {class label: positive weight}",
@@ -232,6 +247,8 @@ def _check_bool(value) -> bool:
 
 
 _CUSTOM_CHECKS = {"categorical_features": _check_categorical_features,
+                  "monotone_constraints": check_monotone,
+                  "interaction_constraints": check_interaction,
                   "class_weight": _check_class_weight, "uniform_drop": _check_bool,
                   "xgboost_dart_mode": _check_bool, "trace": _check_bool,
                   "warm_start": _check_bool}

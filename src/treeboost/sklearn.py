@@ -29,6 +29,7 @@ from ._dtypes import X_DTYPES, Y_DTYPE
 from ._threads import threads
 from .booster import Booster, BoostingParams
 from .callbacks import check_callbacks
+from .constraints import by_index
 from .dataset import (
     Dataset,
     as_pandas,
@@ -228,6 +229,8 @@ class _TreeBoostBase(BaseEstimator):
                               "output; it is meant for small worked examples",
                               UserWarning, stacklevel=3)
         params = dict(self.get_params(), loss=loss, random_state=stream_seed(streams))
+        # constraints by column name: train's Dataset knows indices only
+        params = by_index(params, getattr(self, "feature_names_in_", None))
         if previous is not None:  # continued training: n_estimators stages in all
             params["n_estimators"] = previous.n_estimators
         booster = train(params, train_set, valid_sets=valid_sets,
@@ -379,7 +382,9 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
                  min_child_weight=1e-3, min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0,
                  max_delta_step=None, max_bins=255, subsample=1.0, colsample_bytree=1.0,
                  colsample_bynode=1.0, categorical_features="from_dtype", max_cat_to_onehot=16,
-                 max_cat_threshold=32, cat_smooth=10.0, cat_l2=10.0, n_iter_no_change=None,
+                 max_cat_threshold=32, cat_smooth=10.0, cat_l2=10.0,
+                 monotone_constraints=None, monotone_constraints_method="basic",
+                 interaction_constraints=None, n_iter_no_change=None,
                  tol=1e-7, validation_fraction=0.1, eval_metric=None,
                  importance_type="gain", verbose=0, n_jobs=None, random_state=None,
                  boosting="gbdt", drop_rate=0.1, skip_drop=0.5, max_drop=50,
@@ -407,6 +412,9 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         self.max_cat_threshold = max_cat_threshold
         self.cat_smooth = cat_smooth
         self.cat_l2 = cat_l2
+        self.monotone_constraints = monotone_constraints
+        self.monotone_constraints_method = monotone_constraints_method
+        self.interaction_constraints = interaction_constraints
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.validation_fraction = validation_fraction
@@ -491,7 +499,9 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
                  max_bins=255,
                  subsample=1.0, colsample_bytree=1.0, colsample_bynode=1.0,
                  categorical_features="from_dtype", max_cat_to_onehot=16, max_cat_threshold=32,
-                 cat_smooth=10.0, cat_l2=10.0, class_weight=None, n_iter_no_change=None,
+                 cat_smooth=10.0, cat_l2=10.0, monotone_constraints=None,
+                 monotone_constraints_method="basic", interaction_constraints=None,
+                 class_weight=None, n_iter_no_change=None,
                  tol=1e-7, validation_fraction=0.1, eval_metric=None,
                  importance_type="gain", verbose=0, n_jobs=None, random_state=None,
                  boosting="gbdt", drop_rate=0.1, skip_drop=0.5, max_drop=50,
@@ -517,6 +527,9 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         self.max_cat_threshold = max_cat_threshold
         self.cat_smooth = cat_smooth
         self.cat_l2 = cat_l2
+        self.monotone_constraints = monotone_constraints
+        self.monotone_constraints_method = monotone_constraints_method
+        self.interaction_constraints = interaction_constraints
         self.class_weight = class_weight
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol

@@ -27,7 +27,9 @@ from .sampling import make_streams
 
 _GROWER_FIELDS = ("max_leaf_nodes", "max_depth", "min_samples_leaf", "min_child_weight",
                   "min_split_gain", "reg_lambda", "reg_alpha", "colsample_bynode", "cat_l2",
-                  "cat_smooth", "max_cat_threshold", "max_cat_to_onehot")
+                  "cat_smooth", "max_cat_threshold", "max_cat_to_onehot",
+                  "monotone_constraints", "interaction_constraints",
+                  "monotone_constraints_method")
 _BOOSTING_FIELDS = ("n_estimators", "learning_rate", "subsample", "colsample_bytree",
                     "max_delta_step", "boosting", "drop_rate", "skip_drop", "max_drop",
                     "uniform_drop", "xgboost_dart_mode", "top_rate", "other_rate")

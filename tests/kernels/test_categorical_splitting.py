@@ -53,7 +53,7 @@ def run(hist, n_bins_non_missing, totals, is_categorical=None, features=None, **
                                                 "min_child_weight", "cat_l2", "cat_smooth")),
                         int(p["max_cat_threshold"]), int(p["max_cat_to_onehot"]))
     find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out, bitsets,
-                     True)
+                     True, None)
     return out, bitsets
 
 

@@ -121,6 +121,15 @@ def exercise_estimators():
                         eval_set=[(X_nan[:40], y[:40])])
         first = cls(subsample=0.7, trace=True, **common).fit(X_nan, y)
         fit_predict(cls(**common), X_nan, y, init_model=first)
+    # monotone and interaction constraints (a specialisation of their own, like general):
+    # both methods, row sampling, categorical features and an exact line search
+    for cls, y in targets.values():
+        fit_predict(cls(monotone_constraints=[1, 0, -1], interaction_constraints=[[0, 1], [1, 2]],
+                        **common), X_nan, y)
+        fit_predict(cls(monotone_constraints=[1, 0, 0], subsample=0.6,
+                        monotone_constraints_method="intermediate", **common), X_nan, y)
+    fit_predict(TreeBoostRegressor(loss="absolute_error", monotone_constraints=[0, 0, 1],
+                                   categorical_features=[0, 1], **common), X_cat, y_cat)
     # TreeSHAP (rows are made float64 first, so float32 input shares the signature)
     model = TreeBoostClassifier(categorical_features=[0, 1], **common)
     model.fit(X_cat, np.digitize(y_cat, [0.5, 1.5]))
@@ -173,7 +182,8 @@ CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
                        "splitting.find_best_splits", "histogram.build_histograms",
                        "histogram.build_histograms_serial", "sparse.build_histograms_sparse",
                        "histogram.build_histograms_root", "partition.partition_rows",
-                       "partition.partition_rows_serial"}
+                       "partition.partition_rows_serial", "splitting.clipped_value",
+                       "splitting.constrained_split_gain", "splitting.score_given_value"}
 
 
 #: the records of optional concerns (records.py) whose presence makes a specialisation

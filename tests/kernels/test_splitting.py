@@ -41,7 +41,7 @@ def run(hist, n_bins_non_missing, totals, features=None, **params):
                         float(p["min_samples_leaf"]), float(p["min_child_weight"]), 7.0, 3.0,
                         5, 2)
     find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out, bitsets,
-                     None)
+                     None, None)
     assert not bitsets.any()
     return out
 

@@ -62,18 +62,18 @@ def raw_thresholds(feature, bin_threshold, left, node_categorical, bin_edges, n_
 @kernel
 def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
                      feature_bins, tree, split, scratch, root, general, sparse, bynode,
-                     max_delta_step,
+                     constraints, max_delta_step,
                      shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
-    # the arguments up to bynode are grow_tree's (dense data: sparse is None)
+    # the arguments up to constraints are grow_tree's (dense data: sparse is None)
     # max_delta_step: float, np.inf for none; shrinkage: float
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
     # raw_score: float64 (n_samples,), this tree's output                      # IN/OUT
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
-     right, gain, count, sum_g, sum_h, start, stop) = grow_tree(
+     right, gain, count, sum_g, sum_h, start, stop, constrained) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
-        split, scratch, root, general, sparse, bynode, None)
+        split, scratch, root, general, sparse, bynode, constraints, None)
     reg_lambda = split.reg_lambda
     reg_alpha = split.reg_alpha
     missing_bin = feature_bins.missing_bin
@@ -85,6 +85,8 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     last_edge = bin_edges.shape[1] - 1
     for j in range(n_nodes):
         v = _newton_value(sum_g[j], sum_h[j], reg_lambda, reg_alpha)
+        if constraints is not None:  # the node's monotone bounds, then the cap
+            v = min(max(v, constrained.lower[j]), constrained.upper[j])
         # np.clip's order: the lower bound, then the upper
         v = min(max(v, -max_delta_step), max_delta_step)
         value[j] = shrinkage * v

@@ -20,6 +20,16 @@ histogram across workers and calls again, so every worker takes the same
 decisions (``grower.grow_data_parallel``). Node sums and row counts come
 from the summed histograms; each worker partitions only its own rows.
 
+Constraints (``constraints`` not None; None compiles all of it out): each
+node carries value bounds and the interaction sets its path still allows
+(``records.NodeState``). ``_allowed_features`` and the node's bounds restrict
+its split search (``_consider``); ``_constrain_children`` sets the children's
+state after a split (LightGBM's "basic" monotone method: on a feature
+constrained to increase, left.upper = right.lower = the mean of the two
+children's clipped values; otherwise the parent's bounds; the sets that hold
+the split feature), and for the "intermediate" method tightens the bounds of
+the leaves across the split, which ``_reconsider`` searches again.
+
 Node bookkeeping is a struct of arrays indexed by node id (children get the
 next two ids). Histograms live in ``hist_pool`` slots: a splittable leaf
 holds one; after a split the larger child takes over the parent's slot
@@ -31,7 +41,7 @@ import numpy as np
 from ._jit import inline, kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
-from .records import Nodes, TreeState
+from .records import NodeBounds, Nodes, NodeState, TreeState
 from .sparse import build_histograms_sparse
 from .splitting import (
     BIN,
@@ -41,6 +51,7 @@ from .splitting import (
     LEFT_G,
     LEFT_H,
     MISSING_LEFT,
+    clipped_value,
     find_best_splits,
 )
 
@@ -148,7 +159,7 @@ def _sparse_column(sparse, f, column):
 
 
 @inline
-def new_tree(capacity, n_slots):
+def new_tree(capacity, n_slots, n_features, constraints):
     """A tree's ``TreeState`` and ``Nodes``, every node a leaf with no split."""
     # np.empty and one loop of initial values: np.full and np.zeros compile an
     # implementation per dtype (and a fill for each), ~1 s of a first fit's compilation
@@ -215,7 +226,8 @@ def new_tree(capacity, n_slots):
     state = TreeState(feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
                       right, gain, start, stop, free_slots, counters)
     nodes = Nodes(depth, count, sum_g, sum_h, slot, split_gain, split_feature, split_bin,
-                  split_ml, split_gl, split_hl, split_cl, split_bitset, candidate)
+                  split_ml, split_gl, split_hl, split_cl, split_bitset, candidate,
+                  _node_state(capacity, n_features, constraints))
     return state, nodes
 
 
@@ -239,7 +251,7 @@ def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child
 
 @kernel
 def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins,
-              tree, split, scratch, root, general, sparse, bynode, resume):
+              tree, split, scratch, root, general, sparse, bynode, constraints, resume):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major; for sparse data a
     # (1, n_samples) buffer the split feature's column is written to  # IN
@@ -261,13 +273,16 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # a first fit's compilation.
     # sparse: records.SparseBins for sparse data, else None
     # bynode: records.NodeColumns for colsample_bynode < 1, else None
+    # constraints: records.Constraints, or None; the returned NodeState (None without
+    # constraints) holds each node's value bounds
     # resume: None to grow the whole tree; or records.Resume (a TreeState and its
     # Nodes, from new_tree) to run until a histogram built from this worker's rows
     # must be summed across workers: the call returns that node's id in place of
     # n_nodes (-1 when the tree is done), and the next call goes on from there
     # (grower.grow_data_parallel)
     if resume is None:
-        state, nodes = new_tree(2 * tree.max_leaf_nodes - 1, scratch.hist_pool.shape[0])
+        state, nodes = new_tree(2 * tree.max_leaf_nodes - 1, scratch.hist_pool.shape[0],
+                                feature_bins.n_bins_non_missing.shape[0], constraints)
     else:
         state = resume.state
         nodes = resume.nodes
@@ -341,7 +356,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             # counts are whole numbers, exact in float64
             nodes.count[0] = np.int64(c0 + hist[f0, missing_bin, 2])
         _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
-                  bynode)
+                  bynode, constraints)
         if nodes.candidate[0] == 0 or sparse is not None:
             n_free = _release(root_node, slot, free_slots, n_free)
 
@@ -404,6 +419,12 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             count[rc] = count[node] - nodes.split_cl[node]
             depth[lc] = depth[node] + 1
             depth[rc] = depth[node] + 1
+            if constraints is not None:  # the children's bounds and interaction sets
+                _constrain_children(nodes, node, lc, rc, f, state.left, state.right, split,
+                                    constraints)
+                # "intermediate": leaves whose bounds tightened search their split again
+                n_free = _reconsider(nodes, features, feature_bins, tree, split, scratch,
+                                     general, bynode, constraints, free_slots, n_free)
             counters[N_LEAVES] += 1
             if counters[N_LEAVES] >= tree.max_leaf_nodes or not (
                     _can_split(lc, depth, count, sum_h, max_depth, min_samples_leaf,
@@ -456,7 +477,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                                 features, n_bins_non_missing, missing_bin)
         for child in range(lc, rc + 1):  # left, then right
             _consider(child, nodes, features, feature_bins, tree, split, scratch, general,
-                      bynode)
+                      bynode, constraints)
             if candidate[child] == 0 or sparse is not None:
                 n_free = _release(child, slot, free_slots, n_free)
         n_free = _release(node, slot, free_slots, n_free)
@@ -473,7 +494,7 @@ def _result(first, state, nodes):
     node arrays and each node's row slice."""
     return (first, state.feature, state.bin_threshold, state.missing_left,
             state.node_categorical, state.cat_bitset, state.left, state.right, state.gain,
-            nodes.count, nodes.sum_g, nodes.sum_h, state.start, state.stop)
+            nodes.count, nodes.sum_g, nodes.sum_h, state.start, state.stop, nodes.constrained)
 
 
 @kernel
@@ -496,7 +517,8 @@ def _node_features(node, features, bynode):
     n_used = features.shape[0]
     if bynode is None:
         return features[:n_used]
-    k = bynode.k[0]
+    # k of the tree's features; of fewer where interaction constraints allow fewer
+    k = min(bynode.k[0], n_used)
     mark = bynode.mark
     s = bynode.seed[0] ^ (np.uint64(node) * np.uint64(0xD1B54A32D192ED03))
     for j in range(n_used - k, n_used):
@@ -518,19 +540,33 @@ def _node_features(node, features, bynode):
 
 
 @kernel
-def _consider(node, nodes, features, feature_bins, tree, split, scratch, general, bynode):
+def _consider(node, nodes, features, feature_bins, tree, split, scratch, general, bynode,
+              constraints):
     """Find ``node``'s best split; mark it a candidate if the gain is worth a split."""
     if nodes.slot[node] < 0 or not _can_split(node, nodes.depth, nodes.count, nodes.sum_h,
                                               tree.max_depth, split.min_samples_leaf,
                                               split.min_child_weight):
         return
+    if constraints is not None:  # the features its interaction sets allow
+        features = _allowed_features(features, node, nodes.constrained, constraints.sets)
+        if features.shape[0] == 0:
+            return
     candidates = _node_features(node, features, bynode)
     n_used = candidates.shape[0]
     out = scratch.split_out[:n_used]
     bitsets = scratch.split_bitsets[:n_used]
-    find_best_splits(scratch.hist_pool[nodes.slot[node]], candidates, feature_bins,
-                     nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
-                     out, bitsets, general)
+    # two calls, not one with a variable that is None or a record: Numba would type
+    # it Optional and compile the constrained gain into every tree's split search
+    if constraints is None:
+        find_best_splits(scratch.hist_pool[nodes.slot[node]], candidates, feature_bins,
+                         nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
+                         out, bitsets, general, None)
+    else:  # the node's value bounds
+        find_best_splits(scratch.hist_pool[nodes.slot[node]], candidates, feature_bins,
+                         nodes.sum_g[node], nodes.sum_h[node], float(nodes.count[node]), split,
+                         out, bitsets, general,
+                         NodeBounds(nodes.constrained.lower[node], nodes.constrained.upper[node],
+                                    constraints.monotone))
     best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
     for k in range(1, n_used):
         if out[k, GAIN] > out[best, GAIN]:
@@ -547,3 +583,150 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
         nodes.split_cl[node] = np.int64(out[best, LEFT_C])
         for w in range(BITSET_WORDS):
             nodes.split_bitset[node, w] = bitsets[best, w]
+
+
+# ---- constraints (records.Constraints; only compiled when a tree has some) ------------
+@kernel
+def _node_state(capacity, n_features, constraints):
+    """The per-node constrained state (root: no bounds, every set open), or None."""
+    if constraints is None:
+        return None
+    else:
+        n_sets = constraints.sets.shape[0]
+        lower = np.empty(capacity, dtype=np.float64)
+        upper = np.empty(capacity, dtype=np.float64)
+        sets = np.empty((capacity, n_sets), dtype=np.uint8)
+        parent = np.empty(capacity, dtype=np.int64)
+        changed = np.empty(capacity + 1, dtype=np.int64)
+        changed[0] = 0
+        for j in range(capacity):
+            lower[j] = -np.inf
+            upper[j] = np.inf
+            parent[j] = -1
+            for s in range(n_sets):
+                sets[j, s] = 1
+        return NodeState(lower, upper, sets, np.empty(n_features, dtype=np.int32), parent,
+                         changed, np.empty(capacity, dtype=np.int64))
+
+
+@kernel
+def _allowed_features(features, node, state, member):
+    """The features ``node`` may split on: those of an interaction set its path allows.
+
+    A set is open to a node while it holds every feature split on above it;
+    the node may use the union of its open sets (LightGBM's and XGBoost's rule).
+    """
+    # member: uint8 (n_sets, n_features), Constraints.sets     # IN
+    m = 0
+    for k in range(features.shape[0]):
+        f = features[k]
+        for s in range(member.shape[0]):
+            if state.sets[node, s] and member[s, f]:
+                state.features[m] = f
+                m += 1
+                break
+    return state.features[:m]
+
+
+@kernel
+def _constrain_children(nodes, node, lc, rc, f, left, right, split, constraints):
+    """The children's bounds and open interaction sets after ``node`` splits on ``f``.
+
+    "basic": on a monotone feature the children meet at the mean of their
+    clipped values. "intermediate" (after LightGBM's): the left child is bounded
+    by the right one's value and the reverse, and every leaf across an ancestor's
+    monotone split from the new leaves has its bound moved past their values
+    (listed in ``state.changed`` to search its split again). LightGBM also skips
+    leaves whose regions cannot touch the new ones; here every leaf across the
+    split counts, which constrains more but needs no regions.
+    """
+    state = nodes.constrained
+    lower = state.lower[node]
+    upper = state.upper[node]
+    state.lower[lc] = lower
+    state.upper[lc] = upper
+    state.lower[rc] = lower
+    state.upper[rc] = upper
+    state.parent[lc] = node
+    state.parent[rc] = node
+    gl = nodes.split_gl[node]
+    hl = nodes.split_hl[node]
+    wl = clipped_value(gl, hl, split.reg_lambda, split.reg_alpha, lower, upper)
+    wr = clipped_value(nodes.sum_g[node] - gl, nodes.sum_h[node] - hl, split.reg_lambda,
+                       split.reg_alpha, lower, upper)
+    direction = constraints.monotone[f]
+    if direction != 0:
+        # basic: both sides of the mean; intermediate: each side of the other's value
+        low, high = (0.5 * (wl + wr), 0.5 * (wl + wr)) if constraints.method == 0 else (wl, wr)
+        if direction > 0:
+            state.upper[lc] = high
+            state.lower[rc] = low
+        else:
+            state.lower[lc] = high
+            state.upper[rc] = low
+    member = constraints.sets
+    for s in range(member.shape[0]):
+        is_open = state.sets[node, s] & member[s, f]
+        state.sets[lc, s] = is_open
+        state.sets[rc, s] = is_open
+    state.changed[0] = 0
+    if constraints.method == 1:
+        _tighten_across(state, node, min(wl, wr), max(wl, wr), left, right, nodes.split_feature,
+                        constraints.monotone)
+
+
+@kernel
+def _tighten_across(state, node, low, high, left, right, split_feature, monotone):
+    """Bound the leaves across each monotone ancestor split by the new values [low, high]."""
+    child = node
+    a = state.parent[node]
+    while a >= 0:
+        direction = monotone[split_feature[a]]
+        if direction != 0:
+            on_left = left[a] == child
+            other = right[a] if on_left else left[a]
+            # the new leaves are on the low side of a: the other side's leaves stay above
+            above = (direction > 0) == on_left
+            top = 0
+            state.stack[top] = other
+            top += 1
+            while top > 0:
+                top -= 1
+                j = state.stack[top]
+                if left[j] >= 0:
+                    state.stack[top] = left[j]
+                    state.stack[top + 1] = right[j]
+                    top += 2
+                    continue
+                if above and high > state.lower[j]:
+                    state.lower[j] = high
+                elif not above and low < state.upper[j]:
+                    state.upper[j] = low
+                else:
+                    continue
+                n = state.changed[0]
+                seen = False
+                for q in range(1, n + 1):
+                    seen = seen or state.changed[q] == j
+                if not seen:
+                    state.changed[n + 1] = j
+                    state.changed[0] = n + 1
+        child = a
+        a = state.parent[a]
+
+
+@kernel
+def _reconsider(nodes, features, feature_bins, tree, split, scratch, general, bynode,
+                constraints, free_slots, n_free):
+    """Search again the split of each candidate leaf whose bounds tightened; return n_free."""
+    state = nodes.constrained
+    for q in range(1, state.changed[0] + 1):
+        j = state.changed[q]
+        if nodes.candidate[j]:  # non-candidates hold no histogram: they stay leaves
+            nodes.candidate[j] = 0
+            nodes.split_gain[j] = -np.inf
+            _consider(j, nodes, features, feature_bins, tree, split, scratch, general, bynode,
+                      constraints)
+            if nodes.candidate[j] == 0:
+                n_free = _release(j, nodes.slot, free_slots, n_free)
+    return n_free

@@ -44,10 +44,31 @@ Scratch = namedtuple("Scratch", [
 RootHistograms = namedtuple("RootHistograms", ["multi", "counts", "output"])
 
 #: the per-node state of a tree being grown (arrays indexed by node id), built
-#: inside grow_tree and handed to the helpers that read and update it
+#: inside grow_tree and handed to the helpers that read and update it;
+#: constrained: a NodeState, or None for a tree without constraints
 Nodes = namedtuple("Nodes", [
     "depth", "count", "sum_g", "sum_h", "slot", "split_gain", "split_feature", "split_bin",
-    "split_ml", "split_gl", "split_hl", "split_cl", "split_bitset", "candidate"])
+    "split_ml", "split_gl", "split_hl", "split_cl", "split_bitset", "candidate",
+    "constrained"])
+
+#: monotone and interaction constraints (grow_tree's ``constraints``; None for none, which
+#: compiles them out): monotone int8 (n_features,) -1/0/+1; sets uint8 (n_sets, n_features),
+#: 1 where a feature belongs to an interaction set (one set of every feature when there are
+#: no interaction constraints); method int (0: LightGBM's "basic", 1: "intermediate")
+Constraints = namedtuple("Constraints", ["monotone", "sets", "method"])
+
+#: the constrained per-node state (``Nodes.constrained``, None without constraints):
+#: lower, upper float64 (capacity,), bounds of the node's value; sets uint8
+#: (capacity, n_sets), the interaction sets still open to the node's path;
+#: features int32 (n_features,), scratch of a node's allowed features; for the
+#: "intermediate" method: parent int64 (capacity,); changed int64 (capacity + 1,), the
+#: leaves whose bounds the last split tightened (count first); stack int64 (capacity,)
+NodeState = namedtuple("NodeState", ["lower", "upper", "sets", "features", "parent",
+                                     "changed", "stack"])
+
+#: what a constrained node's split search needs (splitting.find_best_splits ``bounds``):
+#: lower, upper float, the node's value bounds; monotone int8 (n_features,)
+NodeBounds = namedtuple("NodeBounds", ["lower", "upper", "monotone"])
 
 #: a tree being grown, besides its per-node growth state (Nodes): the node arrays
 #: grow_tree returns (indexed by node id, 2 max_leaf_nodes - 1 of them), each node's

@@ -12,6 +12,15 @@ order the node's categories by G / (H + cat_smooth) and scan prefixes of the
 order from both ends, children regularised by lambda + cat_l2 (the parent by
 lambda, so cat_l2 acts as a penalty on many-category splits). The missing
 bin (which also holds unseen categories) is one more category in the scan.
+
+Monotone constraints (LightGBM's "basic" method; ``bounds`` not None): a
+node's value is confined to [lower, upper]; each child's value is its Newton
+value clipped to that interval, and a split is scored with those values,
+    gain = s(G_L, H_L, w_L) + s(G_R, H_R, w_R) - s(G, H, w),
+    s(G, H, w) = -(2 T(G) w + (H + lambda) w^2)
+(the loss reduction at value w, times 2; at the unclipped Newton value it is
+T(G)^2/(H + lambda), the term above). A split on a feature constrained to
+increase (decrease) whose w_L > w_R (w_L < w_R) is invalid: gain -inf.
 """
 
 import numpy as np
@@ -47,8 +56,34 @@ def leaf_score(g, h, reg_lambda, reg_alpha):
 
 
 @kernel
+def clipped_value(g, h, reg_lambda, reg_alpha, lower, upper):
+    """The Newton value -T(G)/(H + lambda) clipped to [lower, upper] (0 on no hessian)."""
+    den = h + reg_lambda
+    w = -soft_threshold(g, reg_alpha) / den if den > 0.0 else 0.0
+    return min(max(w, lower), upper)
+
+
+@kernel
+def score_given_value(g, h, reg_lambda, reg_alpha, w):
+    """-(2 T(G) w + (H + lambda) w^2): a leaf's loss reduction at value w, times 2."""
+    return -(2.0 * soft_threshold(g, reg_alpha) * w + (h + reg_lambda) * w * w)
+
+
+@kernel
+def constrained_split_gain(gl, hl, gr, hr, reg_lambda, reg_alpha, bounds, direction, parent):
+    """Gain of a split whose children take their clipped values; -inf if against ``direction``."""
+    wl = clipped_value(gl, hl, reg_lambda, reg_alpha, bounds.lower, bounds.upper)
+    wr = clipped_value(gr, hr, reg_lambda, reg_alpha, bounds.lower, bounds.upper)
+    if (direction > 0 and wl > wr) or (direction < 0 and wl < wr):
+        return -np.inf
+    return (score_given_value(gl, hl, reg_lambda, reg_alpha, wl)
+            + score_given_value(gr, hr, reg_lambda, reg_alpha, wr) - parent)
+
+
+@kernel
 def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda,
-                     reg_alpha, min_samples_leaf, min_child_weight, parent):
+                     reg_alpha, min_samples_leaf, min_child_weight, parent, bounds,
+                     direction):
     """Best threshold b in [first, stop): left = bins <= b plus the (gl, hl, cl) start."""
     best = -np.inf
     best_bin = -1
@@ -70,8 +105,12 @@ def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda
         hr = sum_h - hl
         if hl < min_child_weight or hr < min_child_weight:
             continue
-        gain = (leaf_score(gl, hl, reg_lambda, reg_alpha)
-                + leaf_score(sum_g - gl, hr, reg_lambda, reg_alpha) - parent)
+        if bounds is None:  # pruned at compile time: no constraints
+            gain = (leaf_score(gl, hl, reg_lambda, reg_alpha)
+                    + leaf_score(sum_g - gl, hr, reg_lambda, reg_alpha) - parent)
+        else:
+            gain = constrained_split_gain(gl, hl, sum_g - gl, hr, reg_lambda, reg_alpha,
+                                          bounds, direction, parent)
         if gain > best:
             best = gain
             best_bin = b
@@ -83,19 +122,20 @@ def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda
 
 @kernel
 def _best_numerical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
-                    min_samples_leaf, min_child_weight, parent, out):
+                    min_samples_leaf, min_child_weight, parent, out, bounds, direction):
     miss_c = h[missing_bin, 2]
     # missing values right; with some present, "every value left" is a split too
     last = nb - 1 if miss_c > 0 else nb - 2
     best, b, gl, hl, cl = _scan_thresholds(
         h, 0, last + 1, 0.0, 0.0, 0.0, sum_g, sum_h, count, reg_lambda, reg_alpha,
-        min_samples_leaf, min_child_weight, parent)
+        min_samples_leaf, min_child_weight, parent, bounds, direction)
     # without missing values in the node, unseen NaN follow the larger child
     ml = 1 if (miss_c == 0 and cl >= count - cl) else 0
     if miss_c > 0:  # missing values left
         best2, b2, gl2, hl2, cl2 = _scan_thresholds(
             h, 0, nb - 1, h[missing_bin, 0], h[missing_bin, 1], miss_c, sum_g, sum_h,
-            count, reg_lambda, reg_alpha, min_samples_leaf, min_child_weight, parent)
+            count, reg_lambda, reg_alpha, min_samples_leaf, min_child_weight, parent, bounds,
+            direction)
         if best2 > best:
             best, b, gl, hl, cl, ml = best2, b2, gl2, hl2, cl2, 1
     out[GAIN] = best
@@ -161,7 +201,8 @@ def _stable_order(ratio, m, order):
 @kernel
 def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
                       min_samples_leaf, min_child_weight, parent, cat_l2, cat_smooth,
-                      max_cat_threshold, max_cat_to_onehot, out, bitset, cats, ratio, order):
+                      max_cat_threshold, max_cat_to_onehot, out, bitset, cats, ratio, order,
+                      bounds):
     # cats, ratio, order: scratch of >= N_BINS entries, so that a node's scan of many
     # small categorical features allocates nothing (allocations were most of its cost)
     m = 0
@@ -212,8 +253,12 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
             if (cl < min_samples_leaf or cr < min_samples_leaf or hl < min_child_weight
                     or hr < min_child_weight or max_k == 0):
                 continue
-            gain = (leaf_score(gl, hl, lam, reg_alpha)
-                    + leaf_score(sum_g - gl, hr, lam, reg_alpha) - parent)
+            if bounds is None:  # pruned at compile time: no constraints
+                gain = (leaf_score(gl, hl, lam, reg_alpha)
+                        + leaf_score(sum_g - gl, hr, lam, reg_alpha) - parent)
+            else:  # a categorical feature is never monotone: bounds only
+                gain = constrained_split_gain(gl, hl, sum_g - gl, hr, lam, reg_alpha, bounds,
+                                              np.int8(0), parent)
             if gain > best:
                 best = gain
                 best_gl = gl
@@ -242,7 +287,7 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
 
 @kernel
 def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out,
-                     out_bitset, general):
+                     out_bitset, general, bounds):
     """Best split of each listed feature: threshold and missing side, or category set."""
     # hist: float64 (n_features, n_bins, 3)          # IN
     # features: int32 (n_used,)                       # IN, candidate features
@@ -252,13 +297,20 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
     # out_bitset: uint32 (n_used, BITSET_WORDS)       # OUT, left categories
     # general: True, or None when no feature is categorical, which compiles the
     # categorical scan out of this specialisation (grower.grow_tree)
+    # bounds: records.NodeBounds of a node under monotone constraints, or None (compiled
+    # out): children's values clipped to the node's bounds, splits against a feature's
+    # direction invalid (module docstring)
     # serial on purpose: a node's scan is a few thousand bins, far less work
     # than waking a thread pool for it
     n_bins_non_missing = feature_bins.n_bins_non_missing
     missing_bin = feature_bins.missing_bin
     reg_lambda = split.reg_lambda
     reg_alpha = split.reg_alpha
-    parent = leaf_score(sum_g, sum_h, reg_lambda, reg_alpha)
+    if bounds is None:
+        parent = leaf_score(sum_g, sum_h, reg_lambda, reg_alpha)
+    else:  # the node's own value is clipped too
+        parent = score_given_value(sum_g, sum_h, reg_lambda, reg_alpha, clipped_value(
+            sum_g, sum_h, reg_lambda, reg_alpha, bounds.lower, bounds.upper))
     n_slots = hist.shape[1] + 1
     cats = np.empty(n_slots, dtype=np.int64)
     ratio = np.empty(n_slots)
@@ -270,9 +322,12 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
                               count, reg_lambda, reg_alpha, split.min_samples_leaf,
                               split.min_child_weight, parent, split.cat_l2, split.cat_smooth,
                               split.max_cat_threshold, split.max_cat_to_onehot, out[k],
-                              out_bitset[k], cats, ratio, order)
+                              out_bitset[k], cats, ratio, order, bounds)
         else:
             out_bitset[k, :] = 0
+            direction = np.int8(0)  # not the literal 0: a specialisation of its own
+            if bounds is not None:
+                direction = bounds.monotone[f]
             _best_numerical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h, count,
                             reg_lambda, reg_alpha, split.min_samples_leaf,
-                            split.min_child_weight, parent, out[k])
+                            split.min_child_weight, parent, out[k], bounds, direction)
