@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import scipy.sparse as sp
 
+from . import params as _params
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
 from ._kernels.booster import grow_newton_tree
 from ._kernels.partition import add_leaf_values
@@ -31,28 +32,16 @@ from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
 from .modes import BoostingMode, boosting_mode, check_mode, row_sampler
 from .predictor import PackedTrees
-from .sampling import sample_columns, stage_streams, stream_seed
+from .sampling import sample_columns, stage_streams
 from .tree import Tree
 
-
-@dataclass
-class BoostingParams:
-    """Stage-loop parameters; tree parameters are in ``grower``."""
-
-    n_estimators: int = 100
-    learning_rate: float = 0.1
-    subsample: float = 1.0
-    colsample_bytree: float = 1.0
-    max_delta_step: float | None = None
-    grower: GrowerParams = field(default_factory=GrowerParams)
-    boosting: str = "gbdt"
-    drop_rate: float = 0.1
-    skip_drop: float = 0.5
-    max_drop: int = 50
-    uniform_drop: bool = False
-    xgboost_dart_mode: bool = False
-    top_rate: float = 0.2
-    other_rate: float = 0.1
+#: Stage-loop parameters, one field per ``part="booster"`` entry of the parameter
+#: table (type and default from there); tree parameters are in ``grower``.
+BoostingParams = _params.typed_view(
+    "BoostingParams", __name__, "booster",
+    extra=[("grower", GrowerParams, field(default_factory=GrowerParams))],
+    doc="Stage-loop parameters (``treeboost.params``, part 'booster'); tree parameters "
+        "are in ``grower``.")
 
 
 @dataclass
@@ -119,7 +108,7 @@ class Booster:
         return int(self.bin_mapper.n_edges_.size)
 
     # ---- training ------------------------------------------------------------
-    def fit(self, X_binned, y, sample_weight, streams, eval_sets=(), metrics=(),
+    def fit(self, X_binned, y, sample_weight, seed: int, eval_sets=(), metrics=(),
             record_training=False, callbacks=(), trace: list | None = None) -> dict:
         """Run the stage loop up to ``params.n_estimators`` stages in all.
 
@@ -135,8 +124,10 @@ class Booster:
             Training data binned with ``self.bin_mapper``.
         y, sample_weight : ndarray of shape (n_samples,)
             Encoded targets and positive weights.
-        streams : dict of numpy.random.Generator
-            ``make_streams(seed)``; the stages draw from ``stage_streams(seed, m)``.
+        seed : int
+            The seed of the stages' streams: stage m draws from
+            ``stage_streams(seed, m)``. Kept in ``self.seed`` (saved with the model)
+            for continued training.
         eval_sets : sequence of EvalSet, default=()
             Data scored after every stage.
         metrics : sequence of Metric, default=()
@@ -165,7 +156,7 @@ class Booster:
             self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
                                          dtype=SUM_DTYPE)
             self.stage_weights = []
-        self.seed = stream_seed(streams)
+        self.seed = int(seed)
         mode, sampler = self.mode, row_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets)
         # (index in state.scores, name, y, weights) of every evaluated data set

@@ -8,9 +8,10 @@ test checks that the estimators' docstrings describe every entry.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 
 import numpy as np
 
@@ -30,6 +31,12 @@ class Param:
     ``low``/``high`` bound numbers (``closed`` says which ends are allowed:
     "both", "left", "right" or "neither"); ``choices`` lists allowed strings;
     ``none_ok`` allows None; ``scope`` is "all", "regressor" or "classifier".
+
+    ``positional`` puts the parameter before the ``*`` of the estimators'
+    signatures (``loss`` only; scikit-learn wants keyword-only parameters
+    otherwise). ``part`` names the engine's record it is a field of:
+    "grower" (``GrowerParams``), "booster" (``BoostingParams``), or None for
+    the parameters ``train`` and the estimators read by name.
     """
 
     name: str
@@ -42,6 +49,15 @@ class Param:
     choices: tuple | None = None
     none_ok: bool = False
     scope: str = "all"
+    positional: bool = False
+    part: str | None = None
+
+    @property
+    def annotation(self) -> str:
+        """The Python type of the values, as an annotation string (typed views, docs)."""
+        kind = {"int": "int", "float": "float", "str": "str", "random_state": "object",
+                "custom": "object"}[self.kind]
+        return f"{kind} | None" if self.none_ok and kind != "object" else kind
 
     def describe(self) -> str:
         """Human description of the allowed values, used in error messages."""
@@ -102,55 +118,59 @@ class Param:
 PARAMS = [
     Param("loss", "str", "squared_error", "Loss to minimise (regressor); also a "
           "treeboost.Formula, a Loss or a callable loss(y, f) -> (gradient, hessian).",
-          choices=REGRESSION_LOSSES, scope="regressor"),
+          choices=REGRESSION_LOSSES, scope="regressor", positional=True),
     Param("loss", "str", "log_loss",
           "Loss to minimise: log-loss (binary or softmax), or exponential (AdaBoost, binary); "
           "for binary targets also a treeboost.Formula, a Loss or a callable "
           "loss(y, f) -> (gradient, hessian) with f the log-odds.",
-          choices=CLASSIFICATION_LOSSES, scope="classifier"),
+          choices=CLASSIFICATION_LOSSES, scope="classifier", positional=True),
     Param("alpha", "float", 0.9, "Quantile of the quantile loss; quantile of |residual| "
           "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor"),
     Param("power", "float", 1.5, "Variance power of the Tweedie loss, in (1, 2) or > 2.",
           low=1.0, closed="neither", scope="regressor"),
-    Param("n_estimators", "int", 100, "Number of boosting stages.", low=1),
+    Param("n_estimators", "int", 100, "Number of boosting stages.", low=1, part="booster"),
     Param("learning_rate", "float", 0.1, "Shrinkage nu applied to every leaf value.",
-          low=0.0, closed="right"),
+          low=0.0, closed="right", part="booster"),
     Param("max_leaf_nodes", "int", 31, "Maximum leaves per tree (leaf-wise growth).",
-          low=2, none_ok=True),
+          low=2, none_ok=True, part="grower"),
     Param("max_depth", "int", None, "Maximum depth of a tree (root at depth 0).",
-          low=1, none_ok=True),
-    Param("min_samples_leaf", "int", 20, "Minimum number of rows in a leaf.", low=1),
-    Param("min_child_weight", "float", 1e-3, "Minimum sum of hessians in a leaf.", low=0.0),
-    Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0),
-    Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0),
-    Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0),
+          low=1, none_ok=True, part="grower"),
+    Param("min_samples_leaf", "int", 20, "Minimum number of rows in a leaf.", low=1,
+          part="grower"),
+    Param("min_child_weight", "float", 1e-3, "Minimum sum of hessians in a leaf.", low=0.0,
+          part="grower"),
+    Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0, part="grower"),
+    Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0, part="grower"),
+    Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0, part="grower"),
     Param("max_delta_step", "float", None, "Cap on |leaf value| before shrinkage; None: "
           "1.0 for gamma and tweedie and 5.0 for poisson (log link: their Newton steps are "
           "otherwise unbounded), no cap for the other losses.", low=0.0, closed="neither",
-          none_ok=True, scope="regressor"),
+          none_ok=True, scope="regressor", part="booster"),
     Param("max_delta_step", "float", 10.0, "Cap on |leaf value| (log-odds) before "
           "shrinkage: a Newton step on near-zero hessians (a very rare class) is otherwise "
-          "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier"),
+          "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier",
+          part="booster"),
     Param("max_bins", "int", MAX_BINS, "Maximum bins of non-missing values per feature.",
           low=2, high=MAX_BINS),
     Param("subsample", "float", 1.0, "Fraction of rows drawn without replacement per stage.",
-          low=0.0, high=1.0, closed="right"),
+          low=0.0, high=1.0, closed="right", part="booster"),
     Param("colsample_bytree", "float", 1.0, "Fraction of features drawn per tree.",
-          low=0.0, high=1.0, closed="right"),
+          low=0.0, high=1.0, closed="right", part="booster"),
     Param("colsample_bynode", "float", 1.0, "Fraction of a tree's features drawn per node.",
-          low=0.0, high=1.0, closed="right"),
+          low=0.0, high=1.0, closed="right", part="grower"),
     Param("categorical_features", "custom", "from_dtype", "Categorical features: "
           "'from_dtype' (pandas category columns), None, indices, names or a boolean mask.",
           choices="'from_dtype', None, or a list of indices, of names, or a boolean mask"),
     Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
           "categories in a node splits one category against the rest (LightGBM: 4; 16 "
-          "overfits less on small data, see README).", low=1),
+          "overfits less on small data, see README).", low=1, part="grower"),
     Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a categorical "
-          "split.", low=1),
+          "split.", low=1, part="grower"),
     Param("cat_smooth", "float", 10.0, "Smoothing of G/(H + cat_smooth) when ordering a "
-          "node's categories (pulls rare categories to the middle).", low=0.0),
+          "node's categories (pulls rare categories to the middle).", low=0.0, part="grower"),
     Param("cat_l2", "float", 10.0, "Extra L2 regularisation of the children of a "
-          "categorical split over sorted categories (not of one-vs-rest splits).", low=0.0),
+          "categorical split over sorted categories (not of one-vs-rest splits).", low=0.0,
+          part="grower"),
     Param("class_weight", "custom", None, "Weights of the classes: None, 'balanced' or a "
           "dict {label: weight}; multiplied into sample_weight.",
           choices="None, 'balanced' or a dict {class label: positive weight}",
@@ -178,23 +198,24 @@ PARAMS = [
           "(random forest: trees on the gradients at F0, averaged; needs subsample < 1 or "
           "column sampling), 'dart' (dropout trees) or 'goss' (gradient-based one-side "
           "sampling; by |gradient| after the first int(1/learning_rate) stages).",
-          choices=BOOSTING_MODES),
+          choices=BOOSTING_MODES, part="booster"),
     Param("drop_rate", "float", 0.1, "DART: probability of dropping each earlier stage.",
-          low=0.0, high=1.0),
+          low=0.0, high=1.0, part="booster"),
     Param("skip_drop", "float", 0.5, "DART: probability of dropping nothing at a stage.",
-          low=0.0, high=1.0),
-    Param("max_drop", "int", 50, "DART: most stages dropped at once; <= 0: no limit."),
+          low=0.0, high=1.0, part="booster"),
+    Param("max_drop", "int", 50, "DART: most stages dropped at once; <= 0: no limit.",
+          part="booster"),
     Param("uniform_drop", "custom", False, "DART: drop every stage with the same "
           "probability (False: in proportion to its weight, as LightGBM).",
-          choices="True or False"),
+          choices="True or False", part="booster"),
     Param("xgboost_dart_mode", "custom", False, "DART: XGBoost's normalisation (new tree "
           "nu/(k+nu), dropped trees k/(k+nu)) instead of nu/(k+1) and k/(k+1).",
-          choices="True or False"),
+          choices="True or False", part="booster"),
     Param("top_rate", "float", 0.2, "GOSS: fraction a of rows with the largest |gradient| "
-          "kept at every stage.", low=0.0, high=1.0, closed="right"),
+          "kept at every stage.", low=0.0, high=1.0, closed="right", part="booster"),
     Param("other_rate", "float", 0.1, "GOSS: fraction b of rows drawn from the others, "
           "their gradients and hessians multiplied by (1 - a) / b.", low=0.0, high=1.0,
-          closed="right"),
+          closed="right", part="booster"),
     Param("trace", "custom", False, "Record every stage (F, pseudo-residuals, leaf of each "
           "row, leaf values) in trace_, for small data; see format_trace().",
           choices="True or False"),
@@ -248,6 +269,83 @@ def _check_user_loss(value) -> None:
 def params_for(scope: str) -> dict[str, Param]:
     """The parameters of an estimator, by name (``scope`` "regressor" or "classifier")."""
     return {p.name: p for p in PARAMS if p.scope in ("all", scope)}
+
+
+def defaults(scope: str) -> dict[str, object]:
+    """Every parameter of ``scope``'s estimator with its default, in the table's order."""
+    return {name: p.default for name, p in params_for(scope).items()}
+
+
+def with_defaults(values: dict, scope: str) -> dict:
+    """``values`` completed with the table's defaults for ``scope``."""
+    return {**defaults(scope), **values}
+
+
+def part_names(part: str) -> tuple[str, ...]:
+    """The names of the table's fields of the engine record ``part`` ("grower", "booster")."""
+    return tuple(dict.fromkeys(p.name for p in PARAMS if p.part == part))
+
+
+def signature(scope: str) -> inspect.Signature:
+    """The estimator's ``__init__`` signature: ``self``, the positional ones, then ``*``.
+
+    scikit-learn reads the parameter names from ``inspect.signature(cls.__init__)``
+    (``BaseEstimator._get_param_names``), which honours a ``__signature__``.
+    """
+    table = params_for(scope).values()
+    kind = inspect.Parameter
+    return inspect.Signature(
+        [kind("self", kind.POSITIONAL_OR_KEYWORD)]
+        + [kind(p.name, kind.POSITIONAL_OR_KEYWORD, default=p.default)
+           for p in table if p.positional]
+        + [kind(p.name, kind.KEYWORD_ONLY, default=p.default)
+           for p in table if not p.positional])
+
+
+def make_init(scope: str):
+    """An ``__init__`` that stores every parameter of ``scope`` (and does nothing else).
+
+    Arguments are bound against ``signature(scope)``, so an unknown or repeated
+    name raises the ``TypeError`` a written-out signature would.
+    """
+    sig = signature(scope)
+
+    def __init__(self, *args, **kwargs):
+        bound = sig.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
+    __init__.__signature__ = sig  # type: ignore[attr-defined]
+    __init__.__doc__ = f"Store the parameters (the {scope}'s entries of ``treeboost.params``)."
+    return __init__
+
+
+def typed_view(cls_name: str, module: str, part: str, scope: str = "regressor", extra=(),
+               doc: str = ""):
+    """A dataclass with one field per table entry of ``part`` (type and default from the table).
+
+    Parameters
+    ----------
+    cls_name, module : str
+        Name of the class, and the module that binds it to that name (pickling).
+    part : str
+        "grower" or "booster": the entries whose ``part`` it is.
+    scope : str, default="regressor"
+        Whose default a field takes where the estimators' differ (``max_delta_step``:
+        the engine's default is the regressor's None; the classifier passes its own).
+    extra : sequence of (name, type, dataclasses.Field)
+        Fields that are not parameters (``BoostingParams.grower``).
+    doc : str
+        The class docstring.
+    """
+    table = params_for(scope)
+    specs = [(name, table[name].annotation, field(default=table[name].default))
+             for name in part_names(part)]
+    view = make_dataclass(cls_name, specs + list(extra))
+    view.__doc__, view.__module__ = doc, module
+    return view
 
 
 def validate(values: dict, scope: str) -> None:

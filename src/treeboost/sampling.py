@@ -34,11 +34,6 @@ def make_streams(seed: int) -> dict[str, np.random.Generator]:
             for name, child in zip(STREAMS, children, strict=True)}
 
 
-def stream_seed(streams: dict[str, np.random.Generator]) -> int:
-    """The integer seed ``make_streams`` was called with."""
-    return int(streams["rows"].bit_generator.seed_seq.entropy)
-
-
 def stage_streams(seed: int, stage: int) -> Mapping[str, np.random.Generator]:
     """The generators of stage ``stage`` (0-based), one per entry of ``STAGE_STREAMS``.
 
