@@ -420,7 +420,8 @@ class Booster:
             else:
                 yield out.copy()
 
-    def feature_importances(self, importance_type: str = "gain") -> np.ndarray:
+    def feature_importances(self, importance_type: str = _params.default("importance_type")
+                            ) -> np.ndarray:
         """Total split gain (or number of splits) per feature, not normalised."""
         out = np.zeros(self.n_features, dtype=np.float64)
         for stage in self.trees:

@@ -271,6 +271,12 @@ def params_for(scope: str) -> dict[str, Param]:
     return {p.name: p for p in PARAMS if p.scope in ("all", scope)}
 
 
+def default(name: str, scope: str = "regressor"):
+    """The table's default of ``name`` for ``scope`` (where the estimators' defaults agree,
+    either scope)."""
+    return params_for(scope)[name].default
+
+
 def defaults(scope: str) -> dict[str, object]:
     """Every parameter of ``scope``'s estimator with its default, in the table's order."""
     return {name: p.default for name, p in params_for(scope).items()}

@@ -45,7 +45,7 @@ def boosting_params(values: dict, scope: str = "regressor") -> BoostingParams:
 
 def _loss(values: dict, label: np.ndarray) -> Loss:
     """The loss object of ``values["loss"]`` (a name, or a Loss the caller built)."""
-    loss = values.get("loss", _params.params_for("regressor")["loss"].default)
+    loss = values.get("loss", _params.default("loss"))
     if isinstance(loss, Loss):
         return loss
     n_classes = None
