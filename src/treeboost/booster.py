@@ -30,9 +30,9 @@ from .exceptions import DivergenceError
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
-from .modes import BoostingMode, boosting_mode, check_mode, row_sampler
+from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
 from .predictor import PackedTrees
-from .sampling import sample_columns, stage_streams
+from .sampling import ColumnSampler, stage_streams
 from .tree import Tree
 
 #: Stage-loop parameters, one field per ``part="booster"`` entry of the parameter
@@ -157,7 +157,7 @@ class Booster:
                                          dtype=SUM_DTYPE)
             self.stage_weights = []
         self.seed = int(seed)
-        mode, sampler = self.mode, row_sampler(p)
+        mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets)
         # (index in state.scores, name, y, weights) of every evaluated data set
         data = ([(-1, "training", y, sample_weight)] if record_training else []) + [
@@ -167,7 +167,7 @@ class Booster:
             callbacks = CallbackList(callbacks)
         callbacks.before_training(self)
         for m in range(len(self.trees), p.n_estimators):
-            self._stage(state, mode, sampler, m, stage_streams(self.seed, m), trace)
+            self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m), trace)
             for i, name, y_i, w_i in data:
                 values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
                                   where=f" on {name} at stage {m + 1}")
@@ -179,13 +179,15 @@ class Booster:
         callbacks.after_training(self)
         return evals_log
 
-    def _stage(self, state: _TrainingState, mode: BoostingMode, sampler, m: int, rngs: dict,
-               trace) -> None:
+    def _stage(self, state: _TrainingState, mode: BoostingMode, sampler,
+               columns: ColumnSampler, m: int, rngs: dict, trace) -> None:
         """Stage m: rows, gradients, one tree per output, and the raw scores' update.
 
         The hooks of ``mode`` and ``sampler`` are called in the order of
         ``modes``: ``begin_stage``, ``gradient_scores``, ``sampler.sample``,
-        ``shrinkage``, then, after the trees, ``end_stage``.
+        ``shrinkage``, then, after the trees, ``end_stage``; the stage's features
+        come from ``columns`` after the shrinkage, as they always did (the order of
+        the draws is part of the model).
         """
         p, K = self.params, self.n_outputs
         dropped = mode.begin_stage(self, state, rngs)
@@ -199,8 +201,7 @@ class Booster:
         rows, outside, weight, row_factor = (sample.rows, sample.outside, sample.weight,
                                              sample.amplified)
         shrink, dropped_scale = mode.shrinkage(p, dropped.size)
-        features = sample_columns(self.n_features, p.colsample_bytree,
-                                  rngs["columns"] if p.colsample_bytree < 1.0 else None)
+        features = columns.tree_features(self.n_features, rngs)
         stage = []
         # Newton leaves on kernel-grown trees: the whole tree in one kernel call
         fused = trace is None and self.loss.newton_leaves and state.grower.uses_kernel
@@ -217,7 +218,7 @@ class Booster:
                 stage.append(tree)
                 continue
             grown = state.grower.grow(state.gradient[k], state.hessian[k], indices, features,
-                                      rngs["nodes"] if p.grower.colsample_bynode < 1.0 else None,
+                                      columns.node_rng(rngs),
                                       all_rows=outside is None)
             gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices, context)
             tree = self._make_tree(grown, shrink * gamma)

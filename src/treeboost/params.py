@@ -1,9 +1,14 @@
 """The declarative table of estimator parameters, and ``validate``.
 
-One entry per parameter: type, bounds or choices, default and a one-line
-doc. The estimators check it in ``fit`` (never in ``__init__``); the command
-line and the study will build their options and search spaces from it, and a
-test checks that the estimators' docstrings describe every entry.
+One entry per parameter, the only place its name and default are written:
+type, bounds or choices, default, scope, a one-line doc, and the engine
+record it is a field of. Built from it: the estimators' ``__init__`` and its
+signature (``make_init``, ``signature``) and their docstrings' Parameters
+section, the engine's ``BoostingParams`` (``typed_view``), the names ``train``
+hands to the grower and the booster (``part_names``), the command line's
+options and the study's search space. The estimators check it in ``fit``
+(never in ``__init__``). ``tests/test_params_single_source.py`` checks that
+no default is written out again elsewhere.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 from ._dtypes import MAX_BINS
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
 from .metrics import METRICS, check_eval_metric
-from .modes import BOOSTING_MODES
+from .modes import BOOSTING_MODES, mode_named
 
 
 @dataclass(frozen=True)
@@ -366,9 +371,11 @@ def validate(values: dict, scope: str) -> None:
             table[name].check(value)
     if values.get("n_jobs") == 0:
         raise ValueError("n_jobs=0 must be a non-zero int or None")
-    if values.get("boosting") == "dart" and values.get("n_iter_no_change") is not None:
-        # later stages rescale earlier ones: a prefix of a DART model is no model it trained
+    boosting = values.get("boosting")
+    if boosting is not None and not mode_named(boosting).prefix_is_model \
+            and values.get("n_iter_no_change") is not None:
+        # DART: later stages rescale earlier ones, a prefix is no model it trained
         raise ValueError("early stopping (n_iter_no_change) is not available with "
-                         "boosting='dart'")
+                         f"boosting={boosting!r}")
     if values.get("loss") == "tweedie" and values.get("power") == 2:
         raise ValueError("power=2 must be in (1, 2) or > 2 (power 2 is loss='gamma')")
