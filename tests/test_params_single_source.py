@@ -56,13 +56,14 @@ def test_signature_is_the_table(scope, cls):
 
 
 @pytest.mark.parametrize(("scope", "cls"), ESTIMATORS)
-def test_init_stores_and_refuses_like_a_written_signature(scope, cls):
+def test_init_is_a_plain_function_that_stores(scope, cls):
+    assert "__signature__" not in vars(cls.__init__)  # a compiled signature, not a mask
     est = cls("exponential" if scope == "classifier" else "huber", n_estimators=7)
     assert (est.loss, est.n_estimators) == (est.get_params()["loss"], 7)
     assert clone(est).get_params() == est.get_params()
     with pytest.raises(TypeError, match="unexpected keyword argument 'n_trees'"):
         cls(n_trees=5)
-    with pytest.raises(TypeError, match="too many positional arguments"):
+    with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments"):
         cls("log_loss", 100)  # only loss is positional
     with pytest.raises(TypeError, match="multiple values for argument 'loss'"):
         cls("log_loss", loss="log_loss")
