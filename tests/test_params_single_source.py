@@ -84,8 +84,15 @@ def test_typed_views_are_the_table():
     defaults = BoostingParams()
     for name in booster:  # the engine's defaults are the regressor's
         assert getattr(defaults, name) == params_for("regressor")[name].default, name
-    assert {p.name for p in PARAMS if p.part is not None} == set(booster) | set(
+    assert {p.name for p in PARAMS if p.part in ("booster", "grower")} == set(booster) | set(
         part_names("grower"))
+
+
+def test_loss_parameters_reach_the_loss():
+    assert part_names("loss") == ("alpha", "power")
+    est = TreeBoostRegressor("tweedie", power=1.7, alpha=0.3)
+    assert est._make_loss().get_params() == {"power": 1.7}
+    assert TreeBoostRegressor("quantile", alpha=0.3)._make_loss().get_params() == {"alpha": 0.3}
 
 
 def test_grower_params_agree_with_the_table():

@@ -40,8 +40,9 @@ class Param:
     ``positional`` puts the parameter before the ``*`` of the estimators'
     signatures (``loss`` only; scikit-learn wants keyword-only parameters
     otherwise). ``part`` names the engine's record it is a field of:
-    "grower" (``GrowerParams``), "booster" (``BoostingParams``), or None for
-    the parameters ``train`` and the estimators read by name.
+    "grower" (``GrowerParams``), "booster" (``BoostingParams``), "loss" (a
+    keyword argument of ``get_loss``), or None for the parameters ``train`` and
+    the estimators read by name.
     """
 
     name: str
@@ -130,9 +131,10 @@ PARAMS = [
           "loss(y, f) -> (gradient, hessian) with f the log-odds.",
           choices=CLASSIFICATION_LOSSES, scope="classifier", positional=True),
     Param("alpha", "float", 0.9, "Quantile of the quantile loss; quantile of |residual| "
-          "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor"),
+          "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor",
+          part="loss"),
     Param("power", "float", 1.5, "Variance power of the Tweedie loss, in (1, 2) or > 2.",
-          low=1.0, closed="neither", scope="regressor"),
+          low=1.0, closed="neither", scope="regressor", part="loss"),
     Param("n_estimators", "int", 100, "Number of boosting stages.", low=1, part="booster"),
     Param("learning_rate", "float", 0.1, "Shrinkage nu applied to every leaf value.",
           low=0.0, closed="right", part="booster"),
@@ -293,7 +295,7 @@ def with_defaults(values: dict, scope: str) -> dict:
 
 
 def part_names(part: str) -> tuple[str, ...]:
-    """The names of the table's fields of the engine record ``part`` ("grower", "booster")."""
+    """The names of the table's entries of ``part`` ("grower", "booster", "loss")."""
     return tuple(dict.fromkeys(p.name for p in PARAMS if p.part == part))
 
 

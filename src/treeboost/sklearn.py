@@ -389,7 +389,8 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
     __init__ = _params.make_init("regressor")
 
     def _make_loss(self):
-        return get_loss(self.loss, alpha=self.alpha, power=self.power)
+        return get_loss(self.loss, **{name: getattr(self, name)
+                                      for name in _params.part_names("loss")})
 
     def _encode_target(self, y):
         return np.asarray(y, dtype=Y_DTYPE)

@@ -51,7 +51,8 @@ def _loss(values: dict, label: np.ndarray) -> Loss:
     n_classes = None
     if isinstance(loss, str) and "classification" in loss_tasks(loss):
         n_classes = values.get("n_classes") or int(label.max()) + 1
-    kwargs = {k: values[k] for k in ("alpha", "power", "multiclass_step") if k in values}
+    kwargs = {k: values[k] for k in (*_params.part_names("loss"), "multiclass_step")
+              if k in values}
     return get_loss(loss, n_classes=n_classes, **kwargs)
 
 
