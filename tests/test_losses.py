@@ -21,7 +21,6 @@ from treeboost.binning import BinMapper
 from treeboost.booster import Booster, BoostingParams
 from treeboost.grower import GrowerParams
 from treeboost.losses import available_losses, get_loss, weighted_quantile
-from treeboost.sampling import make_streams
 
 #: extra parameter values per registry name; a name not listed runs with its defaults
 VARIANTS = {
@@ -306,7 +305,7 @@ def fit_one_stage_softmax(X, y, step):
     mapper = BinMapper().fit(X)
     booster = Booster(loss, mapper, BoostingParams(n_estimators=1, learning_rate=1.0,
                                                    grower=grower))
-    booster.fit(mapper.transform(X), y, np.ones(y.size), make_streams(0))
+    booster.fit(mapper.transform(X), y, np.ones(y.size), 0)
     return booster.predict_raw(X) - booster.init_score  # leaf value of each row and class
 
 

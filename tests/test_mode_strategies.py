@@ -1,6 +1,8 @@
-"""The seam of boosting modes and row sampling (``modes.BoostingMode``, ``sampling.RowSampler``).
+"""The seam of boosting modes and sampling (``modes.BoostingMode``, ``sampling.RowSampler``,
+``sampling.ColumnSampler``).
 
-- The stage loop calls the hooks in the documented order and names no mode.
+- The stage loop calls the hooks in the documented order; no module but modes.py names a
+  mode.
 - ``boosting="goss"`` is the gbdt mode with the GOSS sampler, tree for tree.
 - A forest's end-of-training averaging makes it F0 plus the mean of its trees.
 """
@@ -17,9 +19,25 @@ import treeboost.booster
 from treeboost import Dataset, TreeBoostClassifier, TreeBoostRegressor, train
 from treeboost import modes as modes_module
 from treeboost.callbacks import TrainingCallback
-from treeboost.modes import BoostingMode, Dart, RandomForest, boosting_mode, row_sampler
+from treeboost.modes import (
+    BoostingMode,
+    Dart,
+    RandomForest,
+    boosting_mode,
+    column_sampler,
+    mode_named,
+    row_sampler,
+)
 from treeboost.predictor import PackedTrees
-from treeboost.sampling import GossSampler, NoSampler, RowSampler, SubSampler, goss_start
+from treeboost.sampling import (
+    GossSampler,
+    NoSampler,
+    RowSampler,
+    SubSampler,
+    goss_start,
+    sample_columns,
+    stage_streams,
+)
 from treeboost.training import boosting_params
 
 SMALL = {"max_leaf_nodes": 4, "min_samples_leaf": 3, "n_jobs": 1, "random_state": 0}
@@ -59,6 +77,47 @@ def test_booster_names_no_mode():
     names = {node.value for node in ast.walk(ast.parse(source))
              if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     assert not names & {"rf", "dart", "goss"}  # ("gbdt" is BoostingParams' default)
+
+
+def test_no_module_but_modes_names_a_mode():
+    """Serialization, continued training and validation ask the mode objects too."""
+    src = Path(treeboost.booster.__file__).parent
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name == "modes.py" or (path.name == "sampling.py" and path.parent == src):
+            continue  # sampling.py names its "goss" and "dart" random streams
+        source = path.read_text()
+        names = {node.value for node in ast.walk(ast.parse(source))
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+        if re.search(r"boosting\s*[!=]=", source) or names & {"rf", "dart", "goss"}:
+            found.append(path.name)
+    assert not found
+
+
+def test_mode_flags_and_families():
+    assert mode_named("goss") is mode_named("gbdt")  # one family: continue either way
+    assert [m.prefix_is_model for m in (BoostingMode(), RandomForest(), Dart())] == [
+        True, True, False]
+    assert [m.stage_weights_state for m in (BoostingMode(), RandomForest(), Dart())] == [
+        False, False, True]
+
+
+def test_column_sampler_draws_what_sample_columns_draws():
+    p = _params(colsample_bytree=0.5, colsample_bynode=0.3)
+    columns = column_sampler(p)
+    assert (columns.bytree, columns.bynode) == (0.5, 0.3)
+    expected = sample_columns(10, 0.5, stage_streams(3, 4)["columns"])
+    np.testing.assert_array_equal(columns.tree_features(10, stage_streams(3, 4)), expected)
+    node = columns.node_rng(stage_streams(3, 4))
+    assert node.random() == stage_streams(3, 4)["nodes"].random()
+
+    class NoStreams(dict):
+        def __getitem__(self, name):
+            raise AssertionError(f"stream {name} drawn with no column sampling")
+
+    every = column_sampler(_params())
+    np.testing.assert_array_equal(every.tree_features(4, NoStreams()), np.arange(4))
+    assert every.node_rng(NoStreams()) is None
 
 
 def _recording(base, log):

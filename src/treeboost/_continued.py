@@ -25,6 +25,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._estimator_io import load_model
+from .modes import mode_named
 
 
 @dataclass
@@ -130,9 +131,8 @@ def check_compatible(estimator, previous: Previous, X, loss, warm: bool,
             bm.is_categorical_.astype(bool), np.asarray(estimator.is_categorical_, bool)):
         raise ValueError(f"{what}: max_bins and the categorical features must be those of "
                          "the model to continue (its bins are reused)")
-    family = {"rf": "rf", "dart": "dart"}
     before, now = booster.params.boosting, estimator.boosting
-    if booster.trees and family.get(before, "gbdt") != family.get(now, "gbdt"):
+    if booster.trees and mode_named(before) is not mode_named(now):
         raise ValueError(f"{what}: cannot continue a boosting={before!r} model with "
                          f"boosting={now!r}")
     if warm and previous.n_estimators == len(booster.trees):

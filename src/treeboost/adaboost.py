@@ -70,7 +70,7 @@ class StumpClassifier(ClassifierMixin, BaseEstimator):
         Number of features seen during fit.
     """
 
-    def __init__(self, criterion="gini", max_bins=255):
+    def __init__(self, criterion="gini", max_bins=MAX_BINS):
         self.criterion = criterion
         self.max_bins = max_bins
 
@@ -244,8 +244,8 @@ class AdaBoostClassifier(ClassifierMixin, BaseEstimator):
         Number of features seen during fit.
     """
 
-    def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0, max_bins=255,
-                 random_state=None):
+    def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0,
+                 max_bins=MAX_BINS, random_state=None):
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate

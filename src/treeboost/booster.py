@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import scipy.sparse as sp
 
+from . import params as _params
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
 from ._kernels.booster import grow_newton_tree, raw_thresholds
 from ._kernels.partition import add_leaf_values
@@ -30,30 +31,18 @@ from .exceptions import DivergenceError
 from .grower import GrowerParams, GrownTree, TreeGrower
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
-from .modes import BoostingMode, boosting_mode, check_mode, row_sampler
+from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
 from .predictor import PackedTrees
-from .sampling import sample_columns, stage_streams, stream_seed
+from .sampling import ColumnSampler, stage_streams
 from .tree import Tree
 
-
-@dataclass
-class BoostingParams:
-    """Stage-loop parameters; tree parameters are in ``grower``."""
-
-    n_estimators: int = 100
-    learning_rate: float = 0.1
-    subsample: float = 1.0
-    colsample_bytree: float = 1.0
-    max_delta_step: float | None = None
-    grower: GrowerParams = field(default_factory=GrowerParams)
-    boosting: str = "gbdt"
-    drop_rate: float = 0.1
-    skip_drop: float = 0.5
-    max_drop: int = 50
-    uniform_drop: bool = False
-    xgboost_dart_mode: bool = False
-    top_rate: float = 0.2
-    other_rate: float = 0.1
+#: Stage-loop parameters, one field per ``part="booster"`` entry of the parameter
+#: table (type and default from there); tree parameters are in ``grower``.
+BoostingParams = _params.typed_view(
+    "BoostingParams", __name__, "booster",
+    extra=[("grower", GrowerParams, field(default_factory=GrowerParams))],
+    doc="Stage-loop parameters (``treeboost.params``, part 'booster'); tree parameters "
+        "are in ``grower``.")
 
 
 @dataclass
@@ -120,7 +109,7 @@ class Booster:
         return int(self.bin_mapper.n_edges_.size)
 
     # ---- training ------------------------------------------------------------
-    def fit(self, X_binned, y, sample_weight, streams, eval_sets=(), metrics=(),
+    def fit(self, X_binned, y, sample_weight, seed: int, eval_sets=(), metrics=(),
             record_training=False, callbacks=(), trace: list | None = None) -> dict:
         """Run the stage loop up to ``params.n_estimators`` stages in all.
 
@@ -136,8 +125,10 @@ class Booster:
             Training data binned with ``self.bin_mapper``.
         y, sample_weight : ndarray of shape (n_samples,)
             Encoded targets and positive weights.
-        streams : dict of numpy.random.Generator
-            ``make_streams(seed)``; the stages draw from ``stage_streams(seed, m)``.
+        seed : int
+            The seed of the stages' streams: stage m draws from
+            ``stage_streams(seed, m)``. Kept in ``self.seed`` (saved with the model)
+            for continued training.
         eval_sets : sequence of EvalSet, default=()
             Data scored after every stage.
         metrics : sequence of Metric, default=()
@@ -166,8 +157,8 @@ class Booster:
             self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
                                          dtype=SUM_DTYPE)
             self.stage_weights = []
-        self.seed = stream_seed(streams)
-        mode, sampler = self.mode, row_sampler(p)
+        self.seed = int(seed)
+        mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets)
         # (index in state.scores, name, y, weights) of every evaluated data set
         data = ([(-1, "training", y, sample_weight)] if record_training else []) + [
@@ -177,7 +168,7 @@ class Booster:
             callbacks = CallbackList(callbacks)
         callbacks.before_training(self)
         for m in range(len(self.trees), p.n_estimators):
-            self._stage(state, mode, sampler, m, stage_streams(self.seed, m), trace)
+            self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m), trace)
             for i, name, y_i, w_i in data:
                 values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
                                   where=f" on {name} at stage {m + 1}")
@@ -189,13 +180,15 @@ class Booster:
         callbacks.after_training(self)
         return evals_log
 
-    def _stage(self, state: _TrainingState, mode: BoostingMode, sampler, m: int, rngs: dict,
-               trace) -> None:
+    def _stage(self, state: _TrainingState, mode: BoostingMode, sampler,
+               columns: ColumnSampler, m: int, rngs: dict, trace) -> None:
         """Stage m: rows, gradients, one tree per output, and the raw scores' update.
 
         The hooks of ``mode`` and ``sampler`` are called in the order of
         ``modes``: ``begin_stage``, ``gradient_scores``, ``sampler.sample``,
-        ``shrinkage``, then, after the trees, ``end_stage``.
+        ``shrinkage``, then, after the trees, ``end_stage``; the stage's features
+        come from ``columns`` after the shrinkage, as they always did (the order of
+        the draws is part of the model).
         """
         p, K = self.params, self.n_outputs
         dropped = mode.begin_stage(self, state, rngs)
@@ -209,13 +202,12 @@ class Booster:
         rows, outside, weight, row_factor = (sample.rows, sample.outside, sample.weight,
                                              sample.amplified)
         shrink, dropped_scale = mode.shrinkage(p, dropped.size)
-        features = sample_columns(self.n_features, p.colsample_bytree,
-                                  rngs["columns"] if p.colsample_bytree < 1.0 else None)
+        features = columns.tree_features(self.n_features, rngs)
         stage = []
         # Newton leaves on dense data: the whole tree, its values and raw-score
         # updates in one kernel call
         fused = trace is None and self.loss.newton_leaves and not state.grower.sparse
-        node_rng = rngs["nodes"] if p.grower.colsample_bynode < 1.0 else None
+        node_rng = columns.node_rng(rngs)
         # K trees on the same rows and features: their roots in one pass
         root = state.grower.root_histograms(state.gradient, state.hessian, rows,
                                             features) if fused else None
@@ -458,7 +450,8 @@ class Booster:
             else:
                 yield out.copy()
 
-    def feature_importances(self, importance_type: str = "gain") -> np.ndarray:
+    def feature_importances(self, importance_type: str = _params.default("importance_type")
+                            ) -> np.ndarray:
         """Total split gain (or number of splits) per feature, not normalised."""
         out = np.zeros(self.n_features, dtype=np.float64)
         for stage in self.trees:

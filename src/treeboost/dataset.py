@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from ._dtypes import X_DTYPE
+from ._dtypes import MAX_BINS, X_DTYPE
 
 
 def as_pandas(X):
@@ -199,7 +199,7 @@ class Dataset:
     """
 
     def __init__(self, data, label=None, *, weight=None, categorical_features=None,
-                 max_bins=255, reference=None, random_state=None):
+                 max_bins=MAX_BINS, reference=None, random_state=None):
         import scipy.sparse as sp
 
         from .binning import canonical_sparse

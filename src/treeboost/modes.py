@@ -41,10 +41,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sampling import GossSampler, NoSampler, RowSampler, SubSampler, goss_start
+from .sampling import (
+    ColumnSampler,
+    GossSampler,
+    NoSampler,
+    RowSampler,
+    SubSampler,
+    goss_start,
+)
 
 __all__ = ["BOOSTING_MODES", "BoostingMode", "Dart", "RandomForest", "boosting_mode",
-           "check_mode", "dart_drops", "dart_scales", "goss_start", "row_sampler"]
+           "check_mode", "column_sampler", "dart_drops", "dart_scales", "goss_start",
+           "mode_named", "row_sampler"]
 
 #: the values of ``params.boosting``
 BOOSTING_MODES = ("gbdt", "rf", "dart", "goss")
@@ -158,10 +166,19 @@ class BoostingMode:
         Whether the model is F0 plus the mean of its trees (rf) rather than
         their sum; the divergence bound of the raw scores is then the
         largest tree, not the sum of the trees.
+    prefix_is_model : bool
+        Whether the first stages of a model are the model those stages
+        trained; early stopping keeps a prefix, so it needs this (not DART,
+        whose later stages rescale earlier ones).
+    stage_weights_state : bool
+        Whether the stages' weights (``booster.stage_weights``) are state that
+        continued training needs beyond the trees, and so saved (DART).
     """
 
     name = "gbdt"
     averaged = False
+    prefix_is_model = True
+    stage_weights_state = False
 
     def resume(self, booster) -> None:
         """Before a fit rebuilds the raw scores from the booster's kept trees (if any)."""
@@ -225,6 +242,8 @@ class Dart(BoostingMode):
     """Dropout trees (``"dart"``): drops before the stage, renormalises after it."""
 
     name = "dart"
+    prefix_is_model = False
+    stage_weights_state = True
 
     def begin_stage(self, booster, state, rngs) -> np.ndarray:
         """Draw the dropped stages (``dart_drops``) and subtract them from the raw scores."""
@@ -302,7 +321,13 @@ def boosting_mode(params) -> BoostingMode:
     BoostingMode
         A shared, stateless strategy object.
     """
-    return _MODES[_RESOLVED[params.boosting][0]]
+    return mode_named(params.boosting)
+
+
+def mode_named(boosting: str) -> BoostingMode:
+    """The mode strategy of a ``boosting`` value; two values share one when their models
+    are of one family ("gbdt" and "goss": a GOSS model continues as gbdt and back)."""
+    return _MODES[_RESOLVED[boosting][0]]
 
 
 def row_sampler(params) -> RowSampler:
@@ -323,3 +348,18 @@ def row_sampler(params) -> RowSampler:
     if params.subsample < 1.0:
         return SubSampler(params.subsample)
     return NoSampler()
+
+
+def column_sampler(params) -> ColumnSampler:
+    """The column sampling of the stages and their trees' nodes.
+
+    Parameters
+    ----------
+    params : BoostingParams
+        ``colsample_bytree`` and ``grower.colsample_bynode``.
+
+    Returns
+    -------
+    ColumnSampler
+    """
+    return ColumnSampler(params.colsample_bytree, params.grower.colsample_bynode)

@@ -1,16 +1,22 @@
 """The declarative table of estimator parameters, and ``validate``.
 
-One entry per parameter: type, bounds or choices, default and a one-line
-doc. The estimators check it in ``fit`` (never in ``__init__``); the command
-line and the study will build their options and search spaces from it, and a
-test checks that the estimators' docstrings describe every entry.
+One entry per parameter, the only place its name and default are written:
+type, bounds or choices, default, scope, a one-line doc, and the engine
+record it is a field of. Built from it: the estimators' ``__init__`` and its
+signature (``make_init``, ``signature``) and their docstrings' Parameters
+section, the engine's ``BoostingParams`` (``typed_view``), the names ``train``
+hands to the grower and the booster (``part_names``), the command line's
+options and the study's search space. The estimators check it in ``fit``
+(never in ``__init__``). ``tests/test_params_single_source.py`` checks that
+no default is written out again elsewhere.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 
 import numpy as np
 
@@ -18,7 +24,7 @@ from ._dtypes import MAX_BINS
 from .constraints import MONOTONE_METHODS, check_interaction, check_monotone
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
 from .metrics import METRICS, check_eval_metric
-from .modes import BOOSTING_MODES
+from .modes import BOOSTING_MODES, mode_named
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,13 @@ class Param:
     ``low``/``high`` bound numbers (``closed`` says which ends are allowed:
     "both", "left", "right" or "neither"); ``choices`` lists allowed strings;
     ``none_ok`` allows None; ``scope`` is "all", "regressor" or "classifier".
+
+    ``positional`` puts the parameter before the ``*`` of the estimators'
+    signatures (``loss`` only; scikit-learn wants keyword-only parameters
+    otherwise). ``part`` names the engine's record it is a field of:
+    "grower" (``GrowerParams``), "booster" (``BoostingParams``), "loss" (a
+    keyword argument of ``get_loss``), or None for the parameters ``train`` and
+    the estimators read by name.
     """
 
     name: str
@@ -43,6 +56,15 @@ class Param:
     choices: tuple | None = None
     none_ok: bool = False
     scope: str = "all"
+    positional: bool = False
+    part: str | None = None
+
+    @property
+    def annotation(self) -> str:
+        """The Python type of the values, as an annotation string (typed views, docs)."""
+        kind = {"int": "int", "float": "float", "str": "str", "random_state": "object",
+                "custom": "object"}[self.kind]
+        return f"{kind} | None" if self.none_ok and kind != "object" else kind
 
     def describe(self) -> str:
         """Human description of the allowed values, used in error messages."""
@@ -103,69 +125,75 @@ class Param:
 PARAMS = [
     Param("loss", "str", "squared_error", "Loss to minimise (regressor); also a "
           "treeboost.Formula, a Loss or a callable loss(y, f) -> (gradient, hessian).",
-          choices=REGRESSION_LOSSES, scope="regressor"),
+          choices=REGRESSION_LOSSES, scope="regressor", positional=True),
     Param("loss", "str", "log_loss",
           "Loss to minimise: log-loss (binary or softmax), or exponential (AdaBoost, binary); "
           "for binary targets also a treeboost.Formula, a Loss or a callable "
           "loss(y, f) -> (gradient, hessian) with f the log-odds.",
-          choices=CLASSIFICATION_LOSSES, scope="classifier"),
+          choices=CLASSIFICATION_LOSSES, scope="classifier", positional=True),
     Param("alpha", "float", 0.9, "Quantile of the quantile loss; quantile of |residual| "
-          "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor"),
+          "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor",
+          part="loss"),
     Param("power", "float", 1.5, "Variance power of the Tweedie loss, in (1, 2) or > 2.",
-          low=1.0, closed="neither", scope="regressor"),
-    Param("n_estimators", "int", 100, "Number of boosting stages.", low=1),
+          low=1.0, closed="neither", scope="regressor", part="loss"),
+    Param("n_estimators", "int", 100, "Number of boosting stages.", low=1, part="booster"),
     Param("learning_rate", "float", 0.1, "Shrinkage nu applied to every leaf value.",
-          low=0.0, closed="right"),
+          low=0.0, closed="right", part="booster"),
     Param("max_leaf_nodes", "int", 31, "Maximum leaves per tree (leaf-wise growth).",
-          low=2, none_ok=True),
+          low=2, none_ok=True, part="grower"),
     Param("max_depth", "int", None, "Maximum depth of a tree (root at depth 0).",
-          low=1, none_ok=True),
-    Param("min_samples_leaf", "int", 20, "Minimum number of rows in a leaf.", low=1),
-    Param("min_child_weight", "float", 1e-3, "Minimum sum of hessians in a leaf.", low=0.0),
-    Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0),
-    Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0),
-    Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0),
+          low=1, none_ok=True, part="grower"),
+    Param("min_samples_leaf", "int", 20, "Minimum number of rows in a leaf.", low=1,
+          part="grower"),
+    Param("min_child_weight", "float", 1e-3, "Minimum sum of hessians in a leaf.", low=0.0,
+          part="grower"),
+    Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0, part="grower"),
+    Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0, part="grower"),
+    Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0, part="grower"),
     Param("max_delta_step", "float", None, "Cap on |leaf value| before shrinkage; None: "
           "1.0 for gamma and tweedie and 5.0 for poisson (log link: their Newton steps are "
           "otherwise unbounded), no cap for the other losses.", low=0.0, closed="neither",
-          none_ok=True, scope="regressor"),
+          none_ok=True, scope="regressor", part="booster"),
     Param("max_delta_step", "float", 10.0, "Cap on |leaf value| (log-odds) before "
           "shrinkage: a Newton step on near-zero hessians (a very rare class) is otherwise "
-          "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier"),
+          "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier",
+          part="booster"),
     Param("max_bins", "int", MAX_BINS, "Maximum bins of non-missing values per feature.",
           low=2, high=MAX_BINS),
     Param("subsample", "float", 1.0, "Fraction of rows drawn without replacement per stage.",
-          low=0.0, high=1.0, closed="right"),
+          low=0.0, high=1.0, closed="right", part="booster"),
     Param("colsample_bytree", "float", 1.0, "Fraction of features drawn per tree.",
-          low=0.0, high=1.0, closed="right"),
+          low=0.0, high=1.0, closed="right", part="booster"),
     Param("colsample_bynode", "float", 1.0, "Fraction of a tree's features drawn per node.",
-          low=0.0, high=1.0, closed="right"),
+          low=0.0, high=1.0, closed="right", part="grower"),
     Param("categorical_features", "custom", "from_dtype", "Categorical features: "
           "'from_dtype' (pandas category columns), None, indices, names or a boolean mask.",
           choices="'from_dtype', None, or a list of indices, of names, or a boolean mask"),
     Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
           "categories in a node splits one category against the rest (LightGBM: 4; 16 "
-          "overfits less on small data, see README).", low=1),
+          "overfits less on small data, see README).", low=1, part="grower"),
     Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a categorical "
-          "split.", low=1),
+          "split.", low=1, part="grower"),
     Param("cat_smooth", "float", 10.0, "Smoothing of G/(H + cat_smooth) when ordering a "
-          "node's categories (pulls rare categories to the middle).", low=0.0),
+          "node's categories (pulls rare categories to the middle).", low=0.0, part="grower"),
     Param("cat_l2", "float", 10.0, "Extra L2 regularisation of the children of a "
-          "categorical split over sorted categories (not of one-vs-rest splits).", low=0.0),
+          "categorical split over sorted categories (not of one-vs-rest splits).", low=0.0,
+          part="grower"),
     Param("monotone_constraints", "custom", None, "Direction of each feature's effect "
           "(-1, 0, +1): a list with one entry per feature, or a dict by index or column "
           "name; predictions are then monotone along each constrained feature's non-missing "
           "values (LightGBM's 'basic' method; not for categorical features).",
-          choices="None, a list of -1/0/1 per feature, or a dict {index or name: -1/0/1}"),
+          choices="None, a list of -1/0/1 per feature, or a dict {index or name: -1/0/1}",
+          part="grower"),
     Param("monotone_constraints_method", "str", "basic", "How monotone constraints bound "
           "the nodes: 'basic' (children meet at the mean of their values) or "
           "'intermediate' (bounds from the values of the leaves across each monotone split, "
           "updated as the tree grows; less constrained), after LightGBM's methods.",
-          choices=MONOTONE_METHODS),
+          choices=MONOTONE_METHODS, part="grower"),
     Param("interaction_constraints", "custom", None, "Feature sets (indices or column "
           "names): the features on one root-to-leaf path must all lie in one set; a feature "
           "in no set is never split on (as LightGBM).",
-          choices="None or a list of lists of feature indices or names"),
+          choices="None or a list of lists of feature indices or names", part="grower"),
     Param("class_weight", "custom", None, "Weights of the classes: None, 'balanced' or a "
           "dict {label: weight}; multiplied into sample_weight.",
           choices="None, 'balanced' or a dict {class label: positive weight}",
@@ -193,23 +221,24 @@ PARAMS = [
           "(random forest: trees on the gradients at F0, averaged; needs subsample < 1 or "
           "column sampling), 'dart' (dropout trees) or 'goss' (gradient-based one-side "
           "sampling; by |gradient| after the first int(1/learning_rate) stages).",
-          choices=BOOSTING_MODES),
+          choices=BOOSTING_MODES, part="booster"),
     Param("drop_rate", "float", 0.1, "DART: probability of dropping each earlier stage.",
-          low=0.0, high=1.0),
+          low=0.0, high=1.0, part="booster"),
     Param("skip_drop", "float", 0.5, "DART: probability of dropping nothing at a stage.",
-          low=0.0, high=1.0),
-    Param("max_drop", "int", 50, "DART: most stages dropped at once; <= 0: no limit."),
+          low=0.0, high=1.0, part="booster"),
+    Param("max_drop", "int", 50, "DART: most stages dropped at once; <= 0: no limit.",
+          part="booster"),
     Param("uniform_drop", "custom", False, "DART: drop every stage with the same "
           "probability (False: in proportion to its weight, as LightGBM).",
-          choices="True or False"),
+          choices="True or False", part="booster"),
     Param("xgboost_dart_mode", "custom", False, "DART: XGBoost's normalisation (new tree "
           "nu/(k+nu), dropped trees k/(k+nu)) instead of nu/(k+1) and k/(k+1).",
-          choices="True or False"),
+          choices="True or False", part="booster"),
     Param("top_rate", "float", 0.2, "GOSS: fraction a of rows with the largest |gradient| "
-          "kept at every stage.", low=0.0, high=1.0, closed="right"),
+          "kept at every stage.", low=0.0, high=1.0, closed="right", part="booster"),
     Param("other_rate", "float", 0.1, "GOSS: fraction b of rows drawn from the others, "
           "their gradients and hessians multiplied by (1 - a) / b.", low=0.0, high=1.0,
-          closed="right"),
+          closed="right", part="booster"),
     Param("trace", "custom", False, "Record every stage (F, pseudo-residuals, leaf of each "
           "row, leaf values) in trace_, for small data; see format_trace().",
           choices="True or False"),
@@ -267,6 +296,100 @@ def params_for(scope: str) -> dict[str, Param]:
     return {p.name: p for p in PARAMS if p.scope in ("all", scope)}
 
 
+def default(name: str, scope: str = "regressor"):
+    """The table's default of ``name`` for ``scope`` (where the estimators' defaults agree,
+    either scope)."""
+    return params_for(scope)[name].default
+
+
+def defaults(scope: str) -> dict[str, object]:
+    """Every parameter of ``scope``'s estimator with its default, in the table's order."""
+    return {name: p.default for name, p in params_for(scope).items()}
+
+
+def with_defaults(values: dict, scope: str) -> dict:
+    """``values`` completed with the table's defaults for ``scope``."""
+    return {**defaults(scope), **values}
+
+
+def part_names(part: str) -> tuple[str, ...]:
+    """The names of the table's entries of ``part`` ("grower", "booster", "loss")."""
+    return tuple(dict.fromkeys(p.name for p in PARAMS if p.part == part))
+
+
+def signature(scope: str) -> inspect.Signature:
+    """The estimator's ``__init__`` signature: ``self``, the positional ones, then ``*``.
+
+    scikit-learn reads the parameter names from ``inspect.signature(cls.__init__)``
+    (``BaseEstimator._get_param_names``); ``make_init`` compiles this one.
+    """
+    table = params_for(scope).values()
+    kind = inspect.Parameter
+    return inspect.Signature(
+        [kind("self", kind.POSITIONAL_OR_KEYWORD)]
+        + [kind(p.name, kind.POSITIONAL_OR_KEYWORD, default=p.default)
+           for p in table if p.positional]
+        + [kind(p.name, kind.KEYWORD_ONLY, default=p.default)
+           for p in table if not p.positional])
+
+
+def make_init(scope: str):
+    """An ``__init__`` that stores every parameter of ``scope`` (and does nothing else).
+
+    Written out and compiled from the table, as ``dataclasses`` does: a plain
+    function with the signature ``signature(scope)``, as fast as a hand-written
+    one and with the same ``TypeError`` for an unknown or repeated argument.
+    """
+    sig = signature(scope)
+    names = [name for name in sig.parameters if name != "self"]
+    assert all(name.isidentifier() for name in names)
+    header = str(sig.replace(parameters=[
+        p.replace(default=_DefaultOf(p.name)) if p.default is not p.empty else p
+        for p in sig.parameters.values()]))
+    body = "".join(f"    self.{name} = {name}\n" for name in names)
+    namespace: dict = {}
+    exec(f"def __init__{header}:\n{body}", {"_defaults": defaults(scope)}, namespace)
+    init = namespace["__init__"]
+    init.__doc__ = f"Store the parameters (the {scope}'s entries of ``treeboost.params``)."
+    return init
+
+
+class _DefaultOf:
+    """Shows as ``_defaults['name']`` in a generated signature: defaults are not re-typed."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"_defaults[{self.name!r}]"
+
+
+def typed_view(cls_name: str, module: str, part: str, scope: str = "regressor", extra=(),
+               doc: str = ""):
+    """A dataclass with one field per table entry of ``part`` (type and default from the table).
+
+    Parameters
+    ----------
+    cls_name, module : str
+        Name of the class, and the module that binds it to that name (pickling).
+    part : str
+        "grower" or "booster": the entries whose ``part`` it is.
+    scope : str, default="regressor"
+        Whose default a field takes where the estimators' differ (``max_delta_step``:
+        the engine's default is the regressor's None; the classifier passes its own).
+    extra : sequence of (name, type, dataclasses.Field)
+        Fields that are not parameters (``BoostingParams.grower``).
+    doc : str
+        The class docstring.
+    """
+    table = params_for(scope)
+    specs = [(name, table[name].annotation, field(default=table[name].default))
+             for name in part_names(part)]
+    view = make_dataclass(cls_name, specs + list(extra))
+    view.__doc__, view.__module__ = doc, module
+    return view
+
+
 def validate(values: dict, scope: str) -> None:
     """Check every parameter of ``values`` against the table; raise on the first bad one."""
     table = params_for(scope)
@@ -279,9 +402,11 @@ def validate(values: dict, scope: str) -> None:
             table[name].check(value)
     if values.get("n_jobs") == 0:
         raise ValueError("n_jobs=0 must be a non-zero int or None")
-    if values.get("boosting") == "dart" and values.get("n_iter_no_change") is not None:
-        # later stages rescale earlier ones: a prefix of a DART model is no model it trained
+    boosting = values.get("boosting")
+    if boosting is not None and not mode_named(boosting).prefix_is_model \
+            and values.get("n_iter_no_change") is not None:
+        # DART: later stages rescale earlier ones, a prefix is no model it trained
         raise ValueError("early stopping (n_iter_no_change) is not available with "
-                         "boosting='dart'")
+                         f"boosting={boosting!r}")
     if values.get("loss") == "tweedie" and values.get("power") == 2:
         raise ValueError("power=2 must be in (1, 2) or > 2 (power 2 is loss='gamma')")

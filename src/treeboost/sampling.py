@@ -9,7 +9,8 @@ is trained in one call or continued from a saved model (``init_model``,
 
 The stage loop draws its rows through a row sampling strategy
 (``RowSampler``: none, ``SubSampler`` for ``subsample``, ``GossSampler``),
-chosen once per fit by ``modes.row_sampler``.
+chosen once per fit by ``modes.row_sampler``, and its features through a
+``ColumnSampler`` (``modes.column_sampler``).
 """
 
 from __future__ import annotations
@@ -32,11 +33,6 @@ def make_streams(seed: int) -> dict[str, np.random.Generator]:
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
     return {name: np.random.default_rng(child)
             for name, child in zip(STREAMS, children, strict=True)}
-
-
-def stream_seed(streams: dict[str, np.random.Generator]) -> int:
-    """The integer seed ``make_streams`` was called with."""
-    return int(streams["rows"].bit_generator.seed_seq.entropy)
 
 
 def stage_streams(seed: int, stage: int) -> Mapping[str, np.random.Generator]:
@@ -257,6 +253,34 @@ class GossSampler(RowSampler):
         weight = sample_weight.copy()
         weight[drawn] *= factor  # the leaves' line search sees the same up-weighting
         return StageRows(rows, outside, readonly(weight), (drawn, factor))
+
+
+# ---- column sampling strategy of the stage loop -------------------------------------------
+class ColumnSampler:
+    """Column sampling of the stages: ``colsample_bytree`` and ``colsample_bynode``.
+
+    The trees of a stage (one per output) share the features drawn for the
+    stage from its ``columns`` stream; the grower draws each node's share of
+    them from the ``nodes`` stream. A fraction of 1 draws nothing (and makes
+    no generator).
+
+    Parameters
+    ----------
+    bytree, bynode : float
+        ``colsample_bytree`` and ``colsample_bynode``, in (0, 1].
+    """
+
+    def __init__(self, bytree: float, bynode: float):
+        self.bytree, self.bynode = bytree, bynode
+
+    def tree_features(self, n_features: int, rngs: Mapping) -> np.ndarray:
+        """Sorted features of the stage's trees (``sample_columns``), dtype int32."""
+        return sample_columns(n_features, self.bytree,
+                              rngs["columns"] if self.bytree < 1.0 else None)
+
+    def node_rng(self, rngs: Mapping) -> np.random.Generator | None:
+        """The generator the grower draws node features from; None: every feature."""
+        return rngs["nodes"] if self.bynode < 1.0 else None
 
 
 def _complement(rows: np.ndarray, n: int) -> np.ndarray:

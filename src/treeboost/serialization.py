@@ -170,7 +170,7 @@ def _payload(booster: Booster, estimator: dict | None) -> dict:
         "seed": None if booster.seed is None else int(booster.seed),
         "stage_weights": _finite_list(np.asarray(booster.stage_weights, dtype=np.float64),
                                       "stage_weights")
-        if booster.params.boosting == "dart" else None,
+        if booster.mode.stage_weights_state else None,
     }
 
 

@@ -40,7 +40,7 @@ from .dataset import (
 from .losses import get_loss
 from .metrics import check_metric
 from .modes import check_mode
-from .sampling import make_streams, stream_seed
+from .sampling import make_streams
 from .training import boosting_params, train
 
 
@@ -97,27 +97,41 @@ class _TreeBoostBase(BaseEstimator):
         self : object
             The fitted estimator.
         """
-        values = self.get_params()
-        _params.validate(values, self._scope)
+        _params.validate(self.get_params(), self._scope)
         callbacks = check_callbacks(callbacks)
         check_mode(self._boosting_params())
         previous = _continued.previous_model(self, init_model)
-        if previous is not None and previous.warm:
-            # a warm start that fails its checks leaves the fitted model as it was
-            fitted = dict(self.__dict__)
-            try:
-                return self._fit(X, y, sample_weight, eval_set, eval_sample_weight,
-                                 init_model, previous, callbacks)
-            except BaseException:
-                self.__dict__.clear()
-                self.__dict__.update(fitted)
-                raise
-        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
-                         previous, callbacks)
+        # the fit runs on a new estimator with these parameters, whose fitted
+        # attributes this one takes at the end: a fit that fails (a warm start on
+        # other data, say) leaves the fitted model as it was
+        fitted = type(self)(**self.get_params(deep=False))
+        if fitted._fit(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
+                       previous, callbacks):
+            self._take_fitted(fitted)
+        return self
+
+    #: every attribute ``fit`` sets (``_take_fitted`` copies them, and removes those
+    #: a fit did not set, such as ``trace_`` without ``trace=True``)
+    _FITTED_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "pandas_categories_",
+                          "is_categorical_", "classes_", "n_classes_", "n_iter_",
+                          "best_iteration_", "evals_result_", "trace_", "_train_shape",
+                          "_booster")
+
+    def _take_fitted(self, fitted) -> None:
+        """Make the fitted attributes of ``fitted`` (same class and parameters) this one's."""
+        for name in self._FITTED_ATTRIBUTES:
+            if hasattr(fitted, name):
+                setattr(self, name, getattr(fitted, name))
+            elif hasattr(self, name):
+                delattr(self, name)
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, init_model, previous,
-             callbacks=()):
-        """``fit`` after the parameter checks, continuing ``previous`` if not None."""
+             callbacks=()) -> bool:
+        """``fit`` on a new estimator, continuing ``previous`` if not None.
+
+        Returns False when a warm start has no stage to add (the new estimator
+        is then not a fitted model).
+        """
         X, y, sample_weight = self._check_training_data(X, y, sample_weight)
         shape = X.shape  # (rows of positive weight, features)
         y = self._encode_target(y)
@@ -127,7 +141,7 @@ class _TreeBoostBase(BaseEstimator):
             seed = _continued.check_compatible(self, previous, X, loss, init_model is None,
                                                shape)
             if seed is None:
-                return self  # warm start with n_estimators already reached
+                return False  # warm start with n_estimators already reached
         else:
             seed = self._seed()
         streams = make_streams(seed)
@@ -135,10 +149,10 @@ class _TreeBoostBase(BaseEstimator):
         X, y, sample_weight, eval_data = self._eval_data(X, y, sample_weight, eval_set,
                                                          eval_sample_weight, streams)
         with threads(self.n_jobs):
-            self._fit_booster(X, y, sample_weight, eval_data, loss, streams, previous,
+            self._fit_booster(X, y, sample_weight, eval_data, loss, seed, streams, previous,
                               callbacks)
         self._train_shape = shape  # what a warm start checks its data against
-        return self
+        return True
 
     def _check_training_data(self, X, y, sample_weight):
         # +-inf in X is refused (LightGBM would bin it as a huge value): it is nearly
@@ -211,7 +225,7 @@ class _TreeBoostBase(BaseEstimator):
             eval_data.append(("validation", Xv, yv, wv))
         return X, y, sample_weight, eval_data
 
-    def _fit_booster(self, X, y, sample_weight, eval_data, loss, streams, previous=None,
+    def _fit_booster(self, X, y, sample_weight, eval_data, loss, seed, streams, previous=None,
                      user_callbacks=()):
         """Build the Datasets and train (``treeboost.train``); keep what it returns."""
         train_set = Dataset(X, y, weight=sample_weight, categorical_features=self.is_categorical_,
@@ -228,7 +242,7 @@ class _TreeBoostBase(BaseEstimator):
                 warnings.warn(f"trace=True keeps {X.shape[0]} rows per stage and "
                               "output; it is meant for small worked examples",
                               UserWarning, stacklevel=3)
-        params = dict(self.get_params(), loss=loss, random_state=stream_seed(streams))
+        params = dict(self.get_params(), loss=loss, random_state=seed)
         # constraints by column name: train's Dataset knows indices only
         params = by_index(params, getattr(self, "feature_names_in_", None))
         if previous is not None:  # continued training: n_estimators stages in all
@@ -244,8 +258,6 @@ class _TreeBoostBase(BaseEstimator):
             names = getattr(self, "feature_names_in_", None)
             old = previous.trace if previous is not None else []
             self.trace_ = old + trace_tables(trace, names)
-        elif hasattr(self, "trace_"):
-            del self.trace_
         self._booster = booster
         self.n_iter_ = len(booster.trees)
 
@@ -377,65 +389,11 @@ class _TreeBoostBase(BaseEstimator):
 class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
     _scope = "regressor"
 
-    def __init__(self, loss="squared_error", *, alpha=0.9, power=1.5, n_estimators=100,
-                 learning_rate=0.1, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
-                 min_child_weight=1e-3, min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0,
-                 max_delta_step=None, max_bins=255, subsample=1.0, colsample_bytree=1.0,
-                 colsample_bynode=1.0, categorical_features="from_dtype", max_cat_to_onehot=16,
-                 max_cat_threshold=32, cat_smooth=10.0, cat_l2=10.0,
-                 monotone_constraints=None, monotone_constraints_method="basic",
-                 interaction_constraints=None, n_iter_no_change=None,
-                 tol=1e-7, validation_fraction=0.1, eval_metric=None,
-                 importance_type="gain", verbose=0, n_jobs=None, random_state=None,
-                 boosting="gbdt", drop_rate=0.1, skip_drop=0.5, max_drop=50,
-                 uniform_drop=False, xgboost_dart_mode=False, top_rate=0.2, other_rate=0.1,
-                 trace=False, warm_start=False):
-        self.loss = loss
-        self.alpha = alpha
-        self.power = power
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_leaf_nodes = max_leaf_nodes
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.reg_lambda = reg_lambda
-        self.reg_alpha = reg_alpha
-        self.max_delta_step = max_delta_step
-        self.max_bins = max_bins
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.colsample_bynode = colsample_bynode
-        self.categorical_features = categorical_features
-        self.max_cat_to_onehot = max_cat_to_onehot
-        self.max_cat_threshold = max_cat_threshold
-        self.cat_smooth = cat_smooth
-        self.cat_l2 = cat_l2
-        self.monotone_constraints = monotone_constraints
-        self.monotone_constraints_method = monotone_constraints_method
-        self.interaction_constraints = interaction_constraints
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.validation_fraction = validation_fraction
-        self.eval_metric = eval_metric
-        self.importance_type = importance_type
-        self.verbose = verbose
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.boosting = boosting
-        self.drop_rate = drop_rate
-        self.skip_drop = skip_drop
-        self.max_drop = max_drop
-        self.uniform_drop = uniform_drop
-        self.xgboost_dart_mode = xgboost_dart_mode
-        self.top_rate = top_rate
-        self.other_rate = other_rate
-        self.trace = trace
-        self.warm_start = warm_start
+    __init__ = _params.make_init("regressor")
 
     def _make_loss(self):
-        return get_loss(self.loss, alpha=self.alpha, power=self.power)
+        return get_loss(self.loss, **{name: getattr(self, name)
+                                      for name in _params.part_names("loss")})
 
     def _encode_target(self, y):
         return np.asarray(y, dtype=Y_DTYPE)
@@ -493,62 +451,7 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
 class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
     _scope = "classifier"
 
-    def __init__(self, loss="log_loss", *, n_estimators=100, learning_rate=0.1,
-                 max_leaf_nodes=31, max_depth=None, min_samples_leaf=20, min_child_weight=1e-3,
-                 min_split_gain=0.0, reg_lambda=0.0, reg_alpha=0.0, max_delta_step=10.0,
-                 max_bins=255,
-                 subsample=1.0, colsample_bytree=1.0, colsample_bynode=1.0,
-                 categorical_features="from_dtype", max_cat_to_onehot=16, max_cat_threshold=32,
-                 cat_smooth=10.0, cat_l2=10.0, monotone_constraints=None,
-                 monotone_constraints_method="basic", interaction_constraints=None,
-                 class_weight=None, n_iter_no_change=None,
-                 tol=1e-7, validation_fraction=0.1, eval_metric=None,
-                 importance_type="gain", verbose=0, n_jobs=None, random_state=None,
-                 boosting="gbdt", drop_rate=0.1, skip_drop=0.5, max_drop=50,
-                 uniform_drop=False, xgboost_dart_mode=False, top_rate=0.2, other_rate=0.1,
-                 trace=False, warm_start=False):
-        self.loss = loss
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_leaf_nodes = max_leaf_nodes
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.reg_lambda = reg_lambda
-        self.reg_alpha = reg_alpha
-        self.max_delta_step = max_delta_step
-        self.max_bins = max_bins
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.colsample_bynode = colsample_bynode
-        self.categorical_features = categorical_features
-        self.max_cat_to_onehot = max_cat_to_onehot
-        self.max_cat_threshold = max_cat_threshold
-        self.cat_smooth = cat_smooth
-        self.cat_l2 = cat_l2
-        self.monotone_constraints = monotone_constraints
-        self.monotone_constraints_method = monotone_constraints_method
-        self.interaction_constraints = interaction_constraints
-        self.class_weight = class_weight
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.validation_fraction = validation_fraction
-        self.eval_metric = eval_metric
-        self.importance_type = importance_type
-        self.verbose = verbose
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.boosting = boosting
-        self.drop_rate = drop_rate
-        self.skip_drop = skip_drop
-        self.max_drop = max_drop
-        self.uniform_drop = uniform_drop
-        self.xgboost_dart_mode = xgboost_dart_mode
-        self.top_rate = top_rate
-        self.other_rate = other_rate
-        self.trace = trace
-        self.warm_start = warm_start
+    __init__ = _params.make_init("classifier")
 
     def _make_loss(self):
         return get_loss(self.loss, n_classes=self.n_classes_)

@@ -25,19 +25,10 @@ from .losses.base import Loss
 from .metrics import get_metrics
 from .sampling import make_streams
 
-_GROWER_FIELDS = ("max_leaf_nodes", "max_depth", "min_samples_leaf", "min_child_weight",
-                  "min_split_gain", "reg_lambda", "reg_alpha", "colsample_bynode", "cat_l2",
-                  "cat_smooth", "max_cat_threshold", "max_cat_to_onehot",
-                  "monotone_constraints", "interaction_constraints",
-                  "monotone_constraints_method")
-_BOOSTING_FIELDS = ("n_estimators", "learning_rate", "subsample", "colsample_bytree",
-                    "max_delta_step", "boosting", "drop_rate", "skip_drop", "max_drop",
-                    "uniform_drop", "xgboost_dart_mode", "top_rate", "other_rate")
-
 
 def with_defaults(values: dict, scope: str) -> dict:
     """``values`` completed with the parameter table's defaults for ``scope``."""
-    return {**{name: p.default for name, p in _params.params_for(scope).items()}, **values}
+    return _params.with_defaults(values, scope)
 
 
 def boosting_params(values: dict, scope: str = "regressor") -> BoostingParams:
@@ -47,19 +38,21 @@ def boosting_params(values: dict, scope: str = "regressor") -> BoostingParams:
     ("regressor" or "classifier": their ``max_delta_step`` defaults differ).
     """
     merged = with_defaults(values, scope)
-    grower = GrowerParams(**{k: merged[k] for k in _GROWER_FIELDS})
-    return BoostingParams(grower=grower, **{k: merged[k] for k in _BOOSTING_FIELDS})
+    grower = GrowerParams(**{k: merged[k] for k in _params.part_names("grower")})
+    return BoostingParams(grower=grower,
+                          **{k: merged[k] for k in _params.part_names("booster")})
 
 
 def _loss(values: dict, label: np.ndarray) -> Loss:
     """The loss object of ``values["loss"]`` (a name, or a Loss the caller built)."""
-    loss = values.get("loss", "squared_error")
+    loss = values.get("loss", _params.default("loss"))
     if isinstance(loss, Loss):
         return loss
     n_classes = None
     if isinstance(loss, str) and "classification" in loss_tasks(loss):
         n_classes = values.get("n_classes") or int(label.max()) + 1
-    kwargs = {k: values[k] for k in ("alpha", "power", "multiclass_step") if k in values}
+    kwargs = {k: values[k] for k in (*_params.part_names("loss"), "multiclass_step")
+              if k in values}
     return get_loss(loss, n_classes=n_classes, **kwargs)
 
 
@@ -160,7 +153,7 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         chain.append(stopper)
     chain.extend(callbacks)
     record_training = bool(verbose) or (patience is not None and not eval_sets)
-    evals = booster.fit(train_set.binned, train_set.label, train_set.weight, streams,
+    evals = booster.fit(train_set.binned, train_set.label, train_set.weight, seed,
                         eval_sets, metrics, record_training, chain, trace)
     # the stopper's after_training kept the stages up to its best one
     booster.best_iteration = None if stopper is None else stopper.best_iteration

@@ -27,6 +27,7 @@ import zlib
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 from ..exceptions import TreeboostError
+from ..params import default
 from . import fitting
 from .space import bayes_space, config_key, expand, fit_groups
 from .store import Store
@@ -351,7 +352,7 @@ def run_bayes(study: _Study, grid: dict, budget: int | None, baselines, jobs: in
     ceil(B / number of stages) proposals, each one fit per fold.
     """
     space = bayes_space(grid)
-    stages = sorted(grid.get("n_estimators", [100]))
+    stages = sorted(grid.get("n_estimators", [default("n_estimators")]))
     budget = budget or len(expand(grid))
     n_trials = math.ceil(budget / len(stages))
     units, _, _ = grid_units(study, {}, baselines)  # baselines only: no fit groups

@@ -13,7 +13,7 @@ import itertools
 import json
 import math
 
-from ..params import PARAMS
+from ..params import PARAMS, default
 
 #: SPEC §6: 4 x 4 x 4 x 4 = 256 configurations
 DEFAULT_GRID: dict[str, list] = {
@@ -195,8 +195,8 @@ def complexity(config: dict) -> tuple:
     row subsampling before subsampling, a larger learning rate (fewer effective
     stages), and last the configuration text so that the order is total.
     """
-    trees = config.get("n_estimators", 100)
+    trees = config.get("n_estimators", default("n_estimators"))
     leaves = config.get("max_leaf_nodes") or math.inf
-    subsample = config.get("subsample", 1.0)
-    return (trees * leaves, trees, leaves, -subsample, -config.get("learning_rate", 0.1),
-            config_key(config))
+    subsample = config.get("subsample", default("subsample"))
+    return (trees * leaves, trees, leaves, -subsample,
+            -config.get("learning_rate", default("learning_rate")), config_key(config))
