@@ -254,7 +254,7 @@ class Dataset:
         self.weight = (np.ones(n) if weight is None else _row_vector("weight", weight, n))
         if weight is not None and (self.weight < 0).any():
             raise ValueError("weight must be non-negative")
-        self.init_score = None if init_score is None else _init_score(init_score, n)
+        self.init_score = None if init_score is None else check_init_score(init_score, n)
         self.group_offsets = group_offsets(group, qid, n)
         if categorical_features is None and reference is not None:
             self.is_categorical = reference.is_categorical.copy()
@@ -411,8 +411,25 @@ def _feature_names(given, from_frame, reference, n_features: int):
     return names
 
 
-def _init_score(values, n: int) -> np.ndarray:
-    """``init_score`` as float64 (n,) or (n, n_outputs), finite, or a ValueError naming it."""
+def check_init_score(values, n: int) -> np.ndarray:
+    """``init_score`` as float64 of shape (n,) or (n, n_outputs), finite.
+
+    Parameters
+    ----------
+    values : array-like
+        Per-row raw scores.
+    n : int
+        Number of rows.
+
+    Returns
+    -------
+    ndarray of float64
+
+    Raises
+    ------
+    ValueError
+        Naming ``init_score``, if its shape or values are wrong.
+    """
     try:
         score = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
