@@ -489,7 +489,8 @@ class _TrainingState:
         self.raw = _start_scores(self.base, n)
         self.eval_raw = [_start_scores(b, e.y.size)
                          for b, e in zip(self.eval_base, self.eval_sets, strict=True)]
-        self.rf_raw = readonly(self.raw.copy())  # rf: every tree's gradients are at F0
+        # rf: every tree's gradients are at the start scores (F0, or the init scores)
+        self.rf_raw = readonly(self.raw.copy())
         mode = booster.mode
         mode.resume(booster)  # rf: back to unscaled trees, averaged again at the end
         for stage in booster.trees:
