@@ -22,7 +22,15 @@ from . import params as _params
 from .booster import Booster
 from .exceptions import ModelFormatError
 from .losses import CLASSIFICATION_LOSSES
-from .serialization import load_booster, number_array, save_booster, to_json, typed
+from .serialization import (
+    feature_names_field,
+    load_booster,
+    number_array,
+    pandas_categories_field,
+    save_booster,
+    to_json,
+    typed,
+)
 
 #: estimator classes by the name written in model files, filled by ``register``
 _ESTIMATORS: dict[str, type] = {}
@@ -151,14 +159,6 @@ def _checked_params(cls, params) -> dict:
     return params
 
 
-def _feature_names(names, n_features: int):
-    if names is not None and (not isinstance(names, list) or len(names) != n_features
-                              or not all(isinstance(s, str) for s in names)):
-        _fail(f"n_features={n_features}: feature_names must be null or a list of that many "
-              "strings")
-    return names
-
-
 def _classes(doc) -> np.ndarray:
     typed(doc, dict, "classes", "an object with kind, dtype and values")
     kind, values = doc.get("kind"), typed(doc.get("values"), list, "classes.values", "a list")
@@ -197,15 +197,6 @@ def _check_booster(cls, params: dict, booster: Booster, classes) -> None:
               f"parameter max_bins={max_bins}")
 
 
-def _pandas_categories(doc, n_features: int) -> dict:
-    if not isinstance(doc, list) or not all(
-            isinstance(p, list) and len(p) == 2 and isinstance(p[0], int)
-            and not isinstance(p[0], bool) and 0 <= p[0] < n_features and isinstance(p[1], list)
-            and all(isinstance(v, (str, int, float, bool)) for v in p[1]) for p in doc):
-        _fail("pandas_categories must be a list of [column index, [category, ...]] pairs")
-    return {j: values for j, values in doc}
-
-
 def _history(best, evals, n_stages: int):
     """(best_iteration, evals_result), checked against the number of stages."""
     if best is not None and not 0 <= typed(best, int, "best_iteration", "an int") < n_stages:
@@ -240,12 +231,12 @@ def from_booster(booster: Booster, metadata: dict):
     cls = _estimator_class(metadata["estimator"])
     params = _checked_params(cls, metadata["params"])
     n_features = booster.n_features
-    names = _feature_names(metadata["feature_names"], n_features)
+    names = feature_names_field(metadata["feature_names"], n_features)
     if cls._scope != "classifier" and metadata["classes"] is not None:
         _fail("classes must be null for a regressor")
     classes = _classes(metadata["classes"]) if cls._scope == "classifier" else None
     _check_booster(cls, params, booster, classes)
-    categories = _pandas_categories(metadata["pandas_categories"], n_features)
+    categories = pandas_categories_field(metadata["pandas_categories"], n_features)
     best, evals = _history(metadata["best_iteration"], metadata["evals_result"],
                            len(booster.trees))
     return cls._from_booster(booster, params, feature_names=names, pandas_categories=categories,

@@ -53,6 +53,8 @@ class EvalSet:
     X_binned: np.ndarray
     y: np.ndarray
     sample_weight: np.ndarray
+    #: per-row raw scores added to the model's (``Dataset.init_raw``), shape (n_outputs, n)
+    init_raw: np.ndarray | None = None
 
 
 class Booster:
@@ -70,9 +72,14 @@ class Booster:
     Attributes
     ----------
     init_score : ndarray of shape (n_outputs,)
-        F0.
+        F0 (0 when trained from per-row init scores).
     trees : list of list of Tree
         ``trees[m][k]`` is the tree of stage m for output k.
+    feature_names : list of str or None
+        Names of the features (``Dataset.feature_names``), written to the
+        model file.
+    pandas_categories : dict of {int: list}
+        Categories of the training frame's categorical columns, by position.
     """
 
     def __init__(self, loss: Loss, bin_mapper: BinMapper, params: BoostingParams):
@@ -86,6 +93,8 @@ class Booster:
         #: DART: each stage's current weight (its shrinkage times its normalisations)
         self.stage_weights: list[float] = []
         self._packed: dict[tuple[int, int], PackedTrees] = {}
+        self.feature_names: list[str] | None = None
+        self.pandas_categories: dict = {}
 
     @property
     def mode(self) -> BoostingMode:
@@ -110,7 +119,9 @@ class Booster:
 
     # ---- training ------------------------------------------------------------
     def fit(self, X_binned, y, sample_weight, seed: int, eval_sets=(), metrics=(),
-            record_training=False, callbacks=(), trace: list | None = None) -> dict:
+            record_training=False, callbacks=(), trace: list | None = None, *,
+            init_raw: np.ndarray | None = None, group_offsets: np.ndarray | None = None
+            ) -> dict:
         """Run the stage loop up to ``params.n_estimators`` stages in all.
 
         A booster that already has trees continues from them (``init_model``,
@@ -143,6 +154,13 @@ class Booster:
             ``after_training(self)`` once, after a forest's final averaging.
         trace : list, default=None
             If a list, one record per tree is appended (``treeboost.trace``).
+        init_raw : ndarray of shape (n_outputs, n_samples), default=None
+            Per-row raw scores to start from instead of F0 (LightGBM's
+            ``init_score``): F0 is then 0 and the model does not include
+            them. Only for a booster without trees.
+        group_offsets : ndarray of int64, default=None
+            Row offsets of the query groups, passed to the losses whose
+            ``needs_group`` is true.
 
         Returns
         -------
@@ -153,13 +171,18 @@ class Booster:
         check_mode(p)
         y, sample_weight = readonly(y), readonly(sample_weight)
         self.loss.check_scale(y, sample_weight)
+        if init_raw is not None and self.trees:
+            raise ValueError("init_score cannot be used to continue a model with trees")
         if not self.trees:
-            self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
-                                         dtype=SUM_DTYPE)
+            # LightGBM: no boost from average when the data carries init scores
+            self.init_score = (np.zeros(self.n_outputs, dtype=SUM_DTYPE) if init_raw is not None
+                               else np.asarray(self.loss.init_score(y, sample_weight),
+                                               dtype=SUM_DTYPE))
             self.stage_weights = []
         self.seed = int(seed)
         mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
-        state = _TrainingState(self, X_binned, y, sample_weight, eval_sets)
+        state = _TrainingState(self, X_binned, y, sample_weight, eval_sets, init_raw,
+                               group_offsets)
         # (index in state.scores, name, y, weights) of every evaluated data set
         data = ([(-1, "training", y, sample_weight)] if record_training else []) + [
             (i, e.name, e.y, e.sample_weight) for i, e in enumerate(eval_sets)]
@@ -306,7 +329,7 @@ class Booster:
     def _check_raw(self, state: _TrainingState, m: int, k: int) -> float:
         """max |raw - F0| of output k's training rows (rf: of their mean); raise past the limit."""
         with np.errstate(over="ignore", invalid="ignore"):
-            drift = float(np.max(np.abs(state.raw[k] - self.init_score[k])))
+            drift = float(np.max(np.abs(state.raw[k] - state.base[k])))
         drift = self.mode.scores_drift(drift, len(self.trees))
         if not drift <= state.raw_limit[k]:
             what = ("exp of the raw scores leaves float64's range" if self.loss.link == "log"
@@ -471,17 +494,25 @@ class _TrainingState:
     training starts from bit-identical scores.
     """
 
-    def __init__(self, booster: Booster, X_binned, y, sample_weight, eval_sets):
+    def __init__(self, booster: Booster, X_binned, y, sample_weight, eval_sets,
+                 init_raw=None, group_offsets=None):
         K, (_, n) = booster.n_outputs, X_binned.shape
         self.booster, self.X_binned, self.y, self.sample_weight = (booster, X_binned, y,
                                                                    sample_weight)
         self.n, self.eval_sets = n, list(eval_sets)
+        self.group_offsets = group_offsets
         self.all_rows = np.arange(n, dtype=INDEX_DTYPE)
         self.eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in self.eval_sets]
+        # the scores before any tree: F0 plus the per-row init scores, if any
         init = booster.init_score[:, None]
-        self.raw = np.repeat(init, n, axis=1)
-        self.eval_raw = [np.repeat(init, e.y.size, axis=1) for e in self.eval_sets]
-        self.rf_raw = readonly(self.raw.copy())  # rf: every tree's gradients are at F0
+        self.base = init if init_raw is None else init + init_raw
+        self.eval_base = [init if e.init_raw is None else init + e.init_raw
+                          for e in self.eval_sets]
+        self.raw = _start_scores(self.base, n)
+        self.eval_raw = [_start_scores(b, e.y.size)
+                         for b, e in zip(self.eval_base, self.eval_sets, strict=True)]
+        # rf: every tree's gradients are at the start scores (F0, or the init scores)
+        self.rf_raw = readonly(self.raw.copy())
         mode = booster.mode
         mode.resume(booster)  # rf: back to unscaled trees, averaged again at the end
         for stage in booster.trees:
@@ -495,7 +526,7 @@ class _TrainingState:
         # scores, held well inside float64 so that the sums of trees cannot overflow
         # (Python floats: cheaper than NumPy scalars in the stage loop)
         ceiling = _LOG_RAW_LIMIT if booster.loss.link == "log" else _RAW_LIMIT
-        self.raw_limit = [ceiling - abs(float(f0)) for f0 in booster.init_score]
+        self.raw_limit = [ceiling - float(np.max(np.abs(b))) for b in self.base]
         # unknown when continuing: measured at the first stage
         self.drift = [math.inf if booster.trees else 0.0] * K
         self.mode, self.averaged = mode, mode.averaged
@@ -507,14 +538,16 @@ class _TrainingState:
 
     def gradients(self, loss: Loss, raw: np.ndarray):
         """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context."""
+        if loss.needs_group:  # ranking losses read the query groups
+            return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
+                                         self.hessian, group_offsets=self.group_offsets)
         return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
                                      self.hessian)
 
     def scores(self, i: int) -> np.ndarray:
         """Raw scores of eval set ``i`` (-1: the training rows), averaged for rf."""
-        raw = self.raw if i < 0 else self.eval_raw[i]
-        b = self.booster
-        return self.mode.mean_scores(b.init_score[:, None], raw, len(b.trees))
+        raw, base = (self.raw, self.base) if i < 0 else (self.eval_raw[i], self.eval_base[i])
+        return self.mode.mean_scores(base, raw, len(self.booster.trees))
 
     def add_tree(self, tree: Tree, k: int, indices, grown: GrownTree, outside) -> None:
         """Add a new tree of output k: through the partition on its rows, traversed elsewhere."""
@@ -574,6 +607,11 @@ _LOG_RAW_LIMIT = 700.0
 _RAW_LIMIT = 1e300
 #: sums of squared node values up to this are surely finite and sum of finite values
 _SQUARED_LIMIT = 1e300
+
+
+def _start_scores(base: np.ndarray, n: int) -> np.ndarray:
+    """Writable C-ordered (n_outputs, n) float64 scores equal to ``base`` (a column or full)."""
+    return np.array(np.broadcast_to(base, (base.shape[0], n)), dtype=SUM_DTYPE)
 
 
 def _add_tree_binned(tree: Tree, X_binned: np.ndarray, rows: np.ndarray, raw_k: np.ndarray):

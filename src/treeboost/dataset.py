@@ -8,6 +8,10 @@ Enum) as their category codes.
 The codes refer to the categories seen in training, which the estimator
 keeps, so a frame at predict time is coded against the same list: an
 unseen category becomes NaN and goes where missing values go.
+
+``Dataset`` holds what ``train`` reads of one data set, checked once: the
+features (array, sparse matrix or frame) and their bins, feature names and
+categorical mask, labels, weights, per-row ``init_score`` and query groups.
 """
 
 from __future__ import annotations
@@ -173,22 +177,52 @@ class Dataset:
     The features are binned on first use (``construct``) and kept, so one
     ``Dataset`` serves any number of ``train`` calls with the same ``max_bins``
     (a study's configurations on one fold). A validation set built with
-    ``reference=train_set`` is binned with the training set's bins.
+    ``reference=train_set`` is binned with the training set's bins, and a data
+    frame given to it is coded with the training frame's categories.
 
     Parameters
     ----------
-    data : ndarray of shape (n_samples, n_features) or scipy sparse matrix
+    data : ndarray of shape (n_samples, n_features), scipy sparse matrix or data frame
         Numeric features (float64 or float32; other numbers are converted to
-        float64), NaN for missing values. Data frames go through the
-        estimators, which code their categorical columns.
+        float64), NaN for missing values. A pandas or polars DataFrame or a
+        pyarrow Table is read column by column (``frame_to_array``): its
+        column names become ``feature_names`` and its categorical columns
+        are coded and marked categorical.
     label : array-like of shape (n_samples,), default=None
         Targets, encoded as the loss expects (class indices 0..K-1 for
         classification).
     weight : array-like of shape (n_samples,), default=None
         Non-negative row weights; None for all ones.
-    categorical_features : array-like of bool or int, default=None
-        Mask or indices of the categorical features (values are category
-        codes; negative codes and NaN are missing).
+    init_score : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+        Per-row raw scores training starts from (LightGBM's ``init_score``,
+        XGBoost's ``base_margin``), one column per output (per class for
+        softmax). With it the model's F0 is 0 and the gradients of stage 1
+        are taken at these scores; the model's predictions do not include
+        them: add them to ``predict_raw`` yourself. On a validation set they
+        are added to its scores for the evaluation log and early stopping.
+
+        .. versionadded:: 0.1.0
+    group : array-like of int of shape (n_groups,), default=None
+        Sizes of the query groups, in row order (LightGBM's ``group``); they
+        must be positive and sum to n_samples. Exclusive with ``qid``.
+
+        .. versionadded:: 0.1.0
+    qid : array-like of shape (n_samples,), default=None
+        Query id of every row (XGBoost's ``qid``); the rows of one query must
+        be contiguous. Exclusive with ``group``.
+
+        .. versionadded:: 0.1.0
+    feature_names : array-like of str of shape (n_features,), default=None
+        Names of the features; by default a data frame's column names (or the
+        reference's names). They are kept by the trained Booster and written
+        to its model file.
+
+        .. versionadded:: 0.1.0
+    categorical_features : array-like of bool, int or str, default=None
+        Mask, indices or names of the categorical features (values are
+        category codes; negative codes and NaN are missing). None: a data
+        frame's categorical columns (none for an array); a validation set
+        takes its reference's.
     max_bins : int, default=255
         Most bins per feature, the missing-value bin excluded.
     reference : Dataset, default=None
@@ -196,33 +230,39 @@ class Dataset:
     random_state : int or numpy.random.Generator, default=None
         Draws the rows bin edges are computed from on large data; None uses
         the binning stream of ``train``'s ``random_state``.
+
+    Attributes
+    ----------
+    group_offsets : ndarray of int64 of shape (n_groups + 1,) or None
+        Row offsets of the query groups: group g is rows
+        ``group_offsets[g]:group_offsets[g + 1]``.
+    pandas_categories : dict of {int: list}
+        Categories of a data frame's categorical columns, by column position
+        (the codes in ``data`` refer to them).
     """
 
-    def __init__(self, data, label=None, *, weight=None, categorical_features=None,
-                 max_bins=MAX_BINS, reference=None, random_state=None):
-        import scipy.sparse as sp
-
-        from .binning import canonical_sparse
-
+    def __init__(self, data, label=None, *, weight=None, init_score=None, group=None,
+                 qid=None, feature_names=None, categorical_features=None, max_bins=MAX_BINS,
+                 reference=None, random_state=None):
         if reference is not None and not isinstance(reference, Dataset):
             raise TypeError(f"reference must be a Dataset, got {type(reference).__name__}")
-        if sp.issparse(data):  # binning reads columns: convert once for fit and transform
-            data = canonical_sparse(data, "csc")
-        else:
-            data = np.asarray(data)
-            if data.dtype not in (np.float64, np.float32):
-                data = data.astype(X_DTYPE)
-            if data.ndim != 2:
-                raise ValueError(f"data must be a 2-D matrix, got {data.ndim} dimension(s)")
-            if np.isinf(data).any():
-                raise ValueError("data contains infinity; use NaN for missing values")
+        data, names, self.pandas_categories = _features(data, reference)
         n = data.shape[0]
         self.data = data
+        self.feature_names = _feature_names(feature_names, names, reference, data.shape[1])
         self.label = None if label is None else _row_vector("label", label, n)
         self.weight = (np.ones(n) if weight is None else _row_vector("weight", weight, n))
         if weight is not None and (self.weight < 0).any():
             raise ValueError("weight must be non-negative")
-        self.is_categorical = categorical_mask(categorical_features, data.shape[1], None, {})
+        self.init_score = None if init_score is None else check_init_score(init_score, n)
+        self.group_offsets = group_offsets(group, qid, n)
+        if categorical_features is None and reference is not None:
+            self.is_categorical = reference.is_categorical.copy()
+        else:
+            spec = ("from_dtype" if categorical_features is None and self.pandas_categories
+                    else categorical_features)
+            self.is_categorical = categorical_mask(spec, data.shape[1], self.feature_names,
+                                                   self.pandas_categories)
         self.max_bins = max_bins
         self.reference = reference
         self.random_state = random_state
@@ -233,6 +273,11 @@ class Dataset:
     def n_features(self) -> int:
         """Number of feature columns."""
         return self.data.shape[1]
+
+    @property
+    def group_sizes(self):
+        """Sizes of the query groups, ndarray of int64, or None without groups."""
+        return None if self.group_offsets is None else np.diff(self.group_offsets)
 
     @property
     def constructed(self) -> bool:
@@ -287,6 +332,160 @@ class Dataset:
         if self._binned is None:
             raise RuntimeError("the Dataset is not binned yet: call construct()")
         return self._binned
+
+    def init_raw(self, n_outputs: int):
+        """``init_score`` as raw scores of shape (n_outputs, n_samples), or None.
+
+        Parameters
+        ----------
+        n_outputs : int
+            Raw scores per row of the loss being trained.
+
+        Returns
+        -------
+        ndarray of float64 or None
+
+        Raises
+        ------
+        ValueError
+            If ``init_score`` has not one column per output.
+        """
+        if self.init_score is None:
+            return None
+        score = self.init_score
+        if score.ndim == 1:
+            score = score[:, None]
+        if score.shape[1] != n_outputs:
+            shape = "(n_samples,)" if n_outputs == 1 else f"(n_samples, {n_outputs})"
+            raise ValueError(f"init_score has shape {self.init_score.shape} but the loss has "
+                             f"{n_outputs} output(s): give shape {shape}")
+        return np.ascontiguousarray(score.T)
+
+
+def _features(data, reference):
+    """(float matrix or CSC matrix, column names or None, pandas categories) of ``data``."""
+    import scipy.sparse as sp
+
+    from .binning import canonical_sparse
+
+    known = None if reference is None else reference.pandas_categories
+    frame = as_pandas(data)
+    if frame is not None:
+        # a validation frame is coded against the training frame's categories
+        data, categories = frame_to_array(frame, known)
+        return data, [str(c) for c in frame.columns], categories
+    if known:
+        check_no_categories(data, known, reference.feature_names)
+    if sp.issparse(data):  # binning reads columns: convert once for fit and transform
+        return canonical_sparse(data, "csc"), None, {}
+    data = np.asarray(data)
+    if data.dtype not in (np.float64, np.float32):
+        data = data.astype(X_DTYPE)
+    if data.ndim != 2:
+        raise ValueError(f"data must be a 2-D matrix, got {data.ndim} dimension(s)")
+    if np.isinf(data).any():
+        raise ValueError("data contains infinity; use NaN for missing values")
+    return data, None, {}
+
+
+def _feature_names(given, from_frame, reference, n_features: int):
+    """The feature names: given, else the frame's, else the reference's; checked."""
+    names = from_frame
+    if given is not None:
+        given = [str(v) for v in given]
+        if from_frame is not None and given != from_frame:
+            raise ValueError(f"feature_names {given[:5]} differ from the data frame's "
+                             f"columns {from_frame[:5]}")
+        names = given
+    ref_names = None if reference is None else reference.feature_names
+    if names is None:
+        names = ref_names
+    if names is None:
+        return None
+    if len(names) != n_features or len(set(names)) != len(names):
+        raise ValueError(f"feature_names must be {n_features} distinct names, got "
+                         f"{len(names)} ({len(set(names))} distinct)")
+    if ref_names is not None and names != ref_names:
+        raise ValueError(f"feature_names {names[:5]} differ from the reference's "
+                         f"{ref_names[:5]}")
+    return names
+
+
+def check_init_score(values, n: int) -> np.ndarray:
+    """``init_score`` as float64 of shape (n,) or (n, n_outputs), finite.
+
+    Parameters
+    ----------
+    values : array-like
+        Per-row raw scores.
+    n : int
+        Number of rows.
+
+    Returns
+    -------
+    ndarray of float64
+
+    Raises
+    ------
+    ValueError
+        Naming ``init_score``, if its shape or values are wrong.
+    """
+    try:
+        score = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"init_score must be numbers: {exc}") from None
+    if score.ndim not in (1, 2) or score.shape[0] != n:
+        raise ValueError(f"init_score must have shape (n_samples,) or (n_samples, n_outputs) "
+                         f"with n_samples={n}, got shape {score.shape}")
+    if not np.isfinite(score).all():
+        raise ValueError("init_score contains NaN or infinity")
+    return score
+
+
+def group_offsets(group, qid, n: int):
+    """Row offsets (int64, shape (n_groups + 1,)) of query groups given by sizes or ids.
+
+    Parameters
+    ----------
+    group : array-like of int or None
+        Group sizes in row order (LightGBM's ``group``).
+    qid : array-like or None
+        Query id of every row (XGBoost's ``qid``); each query's rows contiguous.
+    n : int
+        Number of rows.
+
+    Returns
+    -------
+    ndarray of int64 or None
+        ``[0, size_0, size_0 + size_1, ..., n]``; None if both are None.
+    """
+    if group is not None and qid is not None:
+        raise ValueError("give query groups as group (sizes) or qid (ids per row), not both")
+    if qid is not None:
+        qid = np.asarray(qid)
+        if qid.ndim != 1 or qid.shape[0] != n:
+            raise ValueError(f"qid must have one entry per row ({n}), got shape {qid.shape}")
+        if n == 0:
+            return np.zeros(1, dtype=np.int64)
+        starts = np.flatnonzero(qid[1:] != qid[:-1]) + 1
+        first = qid[np.concatenate(([0], starts))]
+        if np.unique(first).size != first.size:
+            raise ValueError("qid must hold each query's rows contiguously (sort the rows by "
+                             "qid): a query id appears in more than one run of rows")
+        return np.concatenate(([0], starts, [n])).astype(np.int64)
+    if group is None:
+        return None
+    sizes = np.asarray(group)
+    if sizes.ndim != 1 or sizes.dtype.kind not in "iuf" or (
+            sizes.dtype.kind == "f" and not np.all(sizes == np.round(sizes))):
+        raise ValueError(f"group must be a 1-D array of integer group sizes, got "
+                         f"dtype {sizes.dtype} and shape {sizes.shape}")
+    sizes = sizes.astype(np.int64)
+    if (sizes <= 0).any():
+        raise ValueError("group sizes must be positive")
+    if sizes.sum() != n:
+        raise ValueError(f"group sizes sum to {int(sizes.sum())} but the data has {n} rows")
+    return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
 
 
 def _row_vector(name: str, values, n: int) -> np.ndarray:

@@ -221,7 +221,7 @@ class BoostingMode:
         """After ``booster.trees`` was cut from ``n_before`` stages to fewer."""
 
     def mean_scores(self, init: np.ndarray, raw: np.ndarray, n_stages: int) -> np.ndarray:
-        """The model's raw scores from F0 (``init``, a column) plus the trees' sum ``raw``."""
+        """The raw scores: ``init`` (F0 as a column, or per-row start scores) plus trees ``raw``."""
         return raw
 
     def scores_drift(self, drift: float, n_stages: int) -> float:

@@ -131,9 +131,12 @@ def _flat_params(booster: Booster) -> dict:
 
 def _bare_metadata(booster: Booster) -> dict:
     """The estimator fields of a file that holds a Booster alone."""
-    return {"estimator": None, "params": _flat_params(booster), "feature_names": None,
-            "pandas_categories": [], "classes": None, "best_iteration": None,
-            "evals_result": {}}
+    names = booster.feature_names
+    return {"estimator": None, "params": _flat_params(booster),
+            "feature_names": None if names is None else [str(n) for n in names],
+            "pandas_categories": [[int(j), list(c)]
+                                  for j, c in sorted(booster.pandas_categories.items())],
+            "classes": None, "best_iteration": None, "evals_result": {}}
 
 
 def _payload(booster: Booster, estimator: dict | None) -> dict:
@@ -514,8 +517,29 @@ def _booster(doc: dict) -> Booster:
         fail(f"n_iter={doc['n_iter']} but the file has {len(trees)} stages")
     booster = Booster(loss, bin_mapper, boosting)
     booster.init_score, booster.trees = init_score, trees
+    booster.feature_names = feature_names_field(doc["feature_names"], n_features)
+    booster.pandas_categories = pandas_categories_field(doc["pandas_categories"], n_features)
     booster.seed, booster.stage_weights = _continuation_state(doc, len(trees))
     return booster
+
+
+def feature_names_field(names, n_features: int):
+    """The file's ``feature_names`` (a list of n_features strings) or None."""
+    if names is not None and (not isinstance(names, list) or len(names) != n_features
+                              or not all(isinstance(v, str) for v in names)):
+        fail(f"n_features={n_features}: feature_names must be null or a list of that many "
+             "strings")
+    return names
+
+
+def pandas_categories_field(doc, n_features: int) -> dict:
+    """The file's ``pandas_categories`` ([[column, [category, ...]], ...]) as a dict."""
+    if not isinstance(doc, list) or not all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], int)
+            and not isinstance(p[0], bool) and 0 <= p[0] < n_features and isinstance(p[1], list)
+            and all(isinstance(v, (str, int, float, bool)) for v in p[1]) for p in doc):
+        fail("pandas_categories must be a list of [column index, [category, ...]] pairs")
+    return {j: values for j, values in doc}
 
 
 def load_booster(path, *, return_metadata: bool = False):

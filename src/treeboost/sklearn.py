@@ -34,6 +34,7 @@ from .dataset import (
     Dataset,
     as_pandas,
     categorical_mask,
+    check_init_score,
     check_no_categories,
     frame_to_array,
 )
@@ -58,8 +59,8 @@ class _TreeBoostBase(BaseEstimator):
     _scope = "regressor"
 
     # ---- fit -----------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            init_model=None, callbacks=None):
+    def fit(self, X, y, sample_weight=None, *, init_score=None, eval_set=None,
+            eval_sample_weight=None, eval_init_score=None, init_model=None, callbacks=None):
         """Fit the gradient boosting model.
 
         Parameters
@@ -70,11 +71,26 @@ class _TreeBoostBase(BaseEstimator):
             Targets (class labels for the classifier).
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative row weights; rows of weight 0 are ignored.
+        init_score : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+            Per-row raw scores training starts from instead of F0 (LightGBM's
+            ``init_score``, XGBoost's ``base_margin``); one column per class
+            for multiclass ``log_loss``. F0 is then 0, and predictions do not
+            include these scores: add them to ``predict_raw`` (or to the raw
+            scores before the link) yourself. Not with continued training.
+
+            .. versionadded:: 0.1.0
         eval_set : list of (X, y) pairs, default=None
             Data evaluated after every stage (``evals_result_``); the last
             one is monitored by early stopping.
         eval_sample_weight : list of array-like, default=None
             Weights of the ``eval_set`` pairs.
+        eval_init_score : list of array-like or None, default=None
+            Per-row raw scores of the ``eval_set`` pairs (None entries for
+            none), added to their scores for the evaluation log and early
+            stopping. The hold-out split of ``validation_fraction`` takes
+            its rows' ``init_score`` itself.
+
+            .. versionadded:: 0.1.0
         init_model : estimator of the same class, str or path-like, default=None
             A fitted model (or the path of one saved with ``save_model``) to
             continue: its F0, trees and bins are kept and ``n_estimators``
@@ -106,7 +122,7 @@ class _TreeBoostBase(BaseEstimator):
         # other data, say) leaves the fitted model as it was
         fitted = type(self)(**self.get_params(deep=False))
         if fitted._fit(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
-                       previous, callbacks):
+                       previous, callbacks, init_score, eval_init_score):
             self._take_fitted(fitted)
         return self
 
@@ -126,13 +142,18 @@ class _TreeBoostBase(BaseEstimator):
                 delattr(self, name)
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, init_model, previous,
-             callbacks=()) -> bool:
+             callbacks=(), init_score=None, eval_init_score=None) -> bool:
         """``fit`` on a new estimator, continuing ``previous`` if not None.
 
         Returns False when a warm start has no stage to add (the new estimator
         is then not a fitted model).
         """
-        X, y, sample_weight = self._check_training_data(X, y, sample_weight)
+        if init_score is not None and previous is not None:
+            raise ValueError("init_score cannot be combined with continued training "
+                             "(init_model or warm_start): fit a new model with init_score = "
+                             "your margin + the model's predict_raw(X)")
+        X, y, sample_weight, init_score = self._check_training_data(X, y, sample_weight,
+                                                                    init_score)
         shape = X.shape  # (rows of positive weight, features)
         y = self._encode_target(y)
         loss = self._make_loss()
@@ -146,15 +167,16 @@ class _TreeBoostBase(BaseEstimator):
             seed = self._seed()
         streams = make_streams(seed)
         loss.validate_target(y)
-        X, y, sample_weight, eval_data = self._eval_data(X, y, sample_weight, eval_set,
-                                                         eval_sample_weight, streams)
+        X, y, sample_weight, init_score, eval_data = self._eval_data(
+            X, y, sample_weight, eval_set, eval_sample_weight, streams, init_score,
+            eval_init_score)
         with threads(self.n_jobs):
             self._fit_booster(X, y, sample_weight, eval_data, loss, seed, streams, previous,
-                              callbacks)
+                              callbacks, init_score)
         self._train_shape = shape  # what a warm start checks its data against
         return True
 
-    def _check_training_data(self, X, y, sample_weight):
+    def _check_training_data(self, X, y, sample_weight, init_score=None):
         # +-inf in X is refused (LightGBM would bin it as a huge value): it is nearly
         # always a division by zero upstream, which a silent bin would hide
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
@@ -178,21 +200,29 @@ class _TreeBoostBase(BaseEstimator):
         sample_weight = self._class_weighted(y, sample_weight)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
+        if init_score is not None:
+            init_score = check_init_score(init_score, X.shape[0])
         keep = sample_weight > 0
         if not keep.all():  # a zero weight means the row is not there
             if keep.sum() < 2:
                 raise ValueError("sample_weight must be positive for at least 2 samples")
             X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
-        return X, y, sample_weight
+            init_score = None if init_score is None else init_score[keep]
+        return X, y, sample_weight, init_score
 
     def _seed(self) -> int:
         if isinstance(self.random_state, numbers.Integral):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
-    def _eval_data(self, X, y, sample_weight, eval_set, eval_sample_weight, streams):
+    def _eval_data(self, X, y, sample_weight, eval_set, eval_sample_weight, streams,
+                   init_score=None, eval_init_score=None):
         """Eval sets as validated arrays; the early-stopping hold-out split if needed."""
         eval_data = []
+        if eval_init_score is not None and (
+                eval_set is None or len(eval_init_score) != len(eval_set)):
+            raise ValueError("eval_init_score must have one entry (array or None) per "
+                             "eval_set pair")
         if eval_set is not None:
             if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set):
                 raise ValueError("eval_sample_weight must have one entry per eval_set pair")
@@ -209,7 +239,13 @@ class _TreeBoostBase(BaseEstimator):
                                      f"{ye.shape[0]}")
                 we = None if eval_sample_weight is None else eval_sample_weight[i]
                 we = _check_sample_weight(we, Xe, dtype=np.float64)
-                eval_data.append((f"validation_{i}", Xe, ye, we))
+                ie = None if eval_init_score is None else eval_init_score[i]
+                if ie is not None:
+                    try:
+                        ie = check_init_score(ie, Xe.shape[0])
+                    except ValueError as exc:
+                        raise ValueError(f"eval_init_score[{i}]: {exc}") from None
+                eval_data.append((f"validation_{i}", Xe, ye, we, ie))
         elif self.n_iter_no_change is not None and self.validation_fraction is not None:
             _validation.check_validation_size(self.validation_fraction, y.shape[0],
                                               getattr(self, "n_classes_", 1))
@@ -219,19 +255,24 @@ class _TreeBoostBase(BaseEstimator):
             from sklearn.model_selection import train_test_split
 
             seed = int(streams["validation"].integers(np.iinfo(np.int32).max))
-            X, Xv, y, yv, sample_weight, wv = train_test_split(
-                X, y, sample_weight, test_size=self.validation_fraction, stratify=stratify,
-                random_state=seed)
-            eval_data.append(("validation", Xv, yv, wv))
-        return X, y, sample_weight, eval_data
+            arrays = [X, y, sample_weight] + ([] if init_score is None else [init_score])
+            parts = train_test_split(*arrays, test_size=self.validation_fraction,
+                                     stratify=stratify, random_state=seed)
+            X, Xv, y, yv, sample_weight, wv = parts[:6]
+            iv = None
+            if init_score is not None:
+                init_score, iv = parts[6:]
+            eval_data.append(("validation", Xv, yv, wv, iv))
+        return X, y, sample_weight, init_score, eval_data
 
     def _fit_booster(self, X, y, sample_weight, eval_data, loss, seed, streams, previous=None,
-                     user_callbacks=()):
+                     user_callbacks=(), init_score=None):
         """Build the Datasets and train (``treeboost.train``); keep what it returns."""
-        train_set = Dataset(X, y, weight=sample_weight, categorical_features=self.is_categorical_,
+        train_set = Dataset(X, y, weight=sample_weight, init_score=init_score,
+                            categorical_features=self.is_categorical_,
                             max_bins=self.max_bins, random_state=streams["binning"])
-        valid_sets = [Dataset(Xe, ye, weight=we, reference=train_set)
-                      for _, Xe, ye, we in eval_data]
+        valid_sets = [Dataset(Xe, ye, weight=we, init_score=ie, reference=train_set)
+                      for _, Xe, ye, we, ie in eval_data]
         trace = [] if self.trace else None
         if self.trace:
             from .trace import SMALL_DATA_ROWS
@@ -258,6 +299,10 @@ class _TreeBoostBase(BaseEstimator):
             names = getattr(self, "feature_names_in_", None)
             old = previous.trace if previous is not None else []
             self.trace_ = old + trace_tables(trace, names)
+        names = getattr(self, "feature_names_in_", None)
+        # the bare Booster (save_booster) knows the features too
+        booster.feature_names = None if names is None else [str(n) for n in names]
+        booster.pandas_categories = dict(self.pandas_categories_)
         self._booster = booster
         self.n_iter_ = len(booster.trees)
 

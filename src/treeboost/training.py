@@ -64,6 +64,35 @@ def _seed(random_state) -> int:
     raise TypeError(f"random_state={random_state!r} must be an int or None for train()")
 
 
+def _start_scores(data: Dataset, loss: Loss, init_model, what: str):
+    """The per-row raw scores (n_outputs, n_samples) of ``data.init_score``, or None."""
+    try:
+        init_raw = data.init_raw(loss.n_outputs)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    if init_raw is not None and init_model is not None:
+        # LightGBM silently replaces init_score by init_model's scores; either choice
+        # would surprise someone, so neither is made
+        raise ValueError(f"{what} has an init_score, which cannot be combined with "
+                         "init_model: to boost from your margin plus the model, train a "
+                         "new model with init_score = margin + init_model.predict_raw(X) "
+                         "(shape (n_samples, n_outputs))")
+    return init_raw
+
+
+def _keep_feature_info(booster: Booster, train_set: Dataset) -> None:
+    """Give the booster the training set's feature names and frame categories."""
+    names = train_set.feature_names
+    if booster.trees and booster.feature_names is not None and names is not None \
+            and list(names) != list(booster.feature_names):
+        raise ValueError(f"train_set's feature_names {list(names)[:5]} differ from "
+                         f"init_model's {list(booster.feature_names)[:5]}")
+    if names is not None:
+        booster.feature_names = list(names)
+    if train_set.pandas_categories:
+        booster.pandas_categories = dict(train_set.pandas_categories)
+
+
 def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
           callbacks=(), init_model: Booster | None = None, trace: list | None = None
           ) -> Booster:
@@ -82,16 +111,22 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         classification (else it is ``max(label) + 1``).
     train_set : Dataset
         Training data with its label (and weights); binned here if it is not
-        yet, with the bins of ``init_model`` when continuing.
+        yet, with the bins of ``init_model`` when continuing. If it has an
+        ``init_score``, training starts from those raw scores and F0 is 0
+        (LightGBM's ``init_score``); the model's predictions exclude them.
+        Its ``feature_names`` and frame categories are kept by the Booster,
+        and its ``group_offsets`` are passed to losses that need groups.
     valid_sets : sequence of Dataset, default=()
-        Data scored after every stage, binned with the training bins.
+        Data scored after every stage, binned with the training bins; the
+        ``init_score`` of a set is added to its scores.
     valid_names : sequence of str, default=None
         Their names in the evaluation log (default ``validation_0``, ...).
     callbacks : sequence of TrainingCallback, default=()
         Called after the training log and early stopping (``Booster.fit``).
     init_model : Booster, default=None
         A model to continue: its F0, trees and bins are kept, and stages are
-        added up to ``n_estimators`` in all. It is modified and returned.
+        added up to ``n_estimators`` in all. It is modified and returned. It
+        cannot be combined with a training ``init_score`` (refused).
     trace : list, default=None
         If a list, one record per tree is appended (``treeboost.trace``).
 
@@ -113,6 +148,10 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         raise ValueError("valid_names must have one name per valid set")
     loss = _loss(params, train_set.label)
     loss.validate_target(train_set.label)
+    init_raw = _start_scores(train_set, loss, init_model, "train_set")
+    if loss.needs_group and train_set.group_offsets is None:
+        raise ValueError(f"loss '{loss.name}' needs query groups: build train_set with "
+                         "group= or qid=")
     scope = "classifier" if loss.is_classification else "regressor"
     table = _params.params_for(scope)
     unknown = sorted(set(params) - set(table) - {"n_classes"})
@@ -131,13 +170,15 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     for name, vs in zip(names, valid_sets, strict=True):
         if vs.label is None:
             raise ValueError(f"valid set {name!r} has no label")
-        eval_sets.append(EvalSet(name, vs.construct(bin_mapper).binned, vs.label, vs.weight))
+        eval_sets.append(EvalSet(name, vs.construct(bin_mapper).binned, vs.label, vs.weight,
+                                 _start_scores(vs, loss, None, f"valid set {name!r}")))
     p = boosting_params(params, scope)
     if init_model is None:
         booster = Booster(loss, bin_mapper, p)
     else:
         booster = init_model
         booster.params = p
+    _keep_feature_info(booster, train_set)
     metrics = get_metrics(params["eval_metric"], loss)
     patience = params["n_iter_no_change"]
     verbose = params["verbose"]
@@ -154,7 +195,8 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     chain.extend(callbacks)
     record_training = bool(verbose) or (patience is not None and not eval_sets)
     evals = booster.fit(train_set.binned, train_set.label, train_set.weight, seed,
-                        eval_sets, metrics, record_training, chain, trace)
+                        eval_sets, metrics, record_training, chain, trace,
+                        init_raw=init_raw, group_offsets=train_set.group_offsets)
     # the stopper's after_training kept the stages up to its best one
     booster.best_iteration = None if stopper is None else stopper.best_iteration
     booster.evals_result = evals

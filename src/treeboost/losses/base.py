@@ -155,9 +155,17 @@ class Loss:
     max_delta_step : float or None
         The cap on |leaf value| (before shrinkage) used when the estimator's
         ``max_delta_step`` is None; None: no cap.
+    needs_group : bool
+        Whether the loss reads query groups: ``gradient_hessian`` is then
+        called with the keyword ``group_offsets`` (int64 row offsets of the
+        groups, ``Dataset.group_offsets``), and ``train`` refuses a training
+        set without groups.
+
+        .. versionadded:: 0.1.0
     """
 
     name = "base"
+    needs_group = False
     link = "identity"
     is_classification = False
     n_outputs = 1
