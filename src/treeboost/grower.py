@@ -62,8 +62,8 @@ def _serial_limits() -> tuple[int, int]:
 # buffer: n_features x N_BINS x 2 n_outputs float64
 _MULTI_ROOT_BYTES = 256 * 2**20
 _MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
-_NO_ROOT = RootHistograms(np.zeros((1, 1, 2), dtype=SUM_DTYPE),
-                          np.zeros((1, 1), dtype=SUM_DTYPE), -1)
+_NO_ROOT = tuple(RootHistograms(np.zeros((1, 1, 2), dtype=SUM_DTYPE),
+                                np.zeros((1, 1), dtype=SUM_DTYPE), -1))
 
 
 @dataclass
@@ -270,9 +270,11 @@ class TreeGrower:
             self._bynode.seed[0] = rng.integers(0, 2**63, dtype=np.uint64)
             self._bynode.k[0] = max(1, int(round(self.params.colsample_bynode
                                                  * features.size)))
+        # the records as plain tuples (the kernel makes them records again): Numba
+        # types a named tuple argument on a slow path at every call, ~1 us each
         return (X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
-                self._feature_bins, self._tree, self._split_params, self._scratch,
-                _NO_ROOT if root is None else RootHistograms(*root, int(output)),
+                *self._record_tuples,
+                _NO_ROOT if root is None else (root[0], root[1], int(output)),
                 self._general(sample_indices.shape[0], features.shape[0], all_rows),
                 sparse, self._bynode, self.constraints)
 
@@ -290,6 +292,8 @@ class TreeGrower:
             np.empty(n_samples, dtype=G_H_DTYPE), np.empty(n_samples, dtype=G_H_DTYPE),
             np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE),
             np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32), hist_pool)
+        self._record_tuples = (tuple(self._feature_bins), tuple(self._tree),
+                               tuple(self._split_params), tuple(self._scratch))
 
     def _general(self, n_rows: int, n_used: int, all_rows: bool):
         """``grow_tree``'s ``general``: True, or None for a lean tree.
@@ -379,12 +383,11 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     args = [g.kernel_arguments(gr, he, idx, features, False)
             for g, gr, he, idx in zip(growers, gradients, hessians, sample_indices,
                                       strict=True)]
-    if len({a[7].max_leaf_nodes for a in args}) != 1:
+    if len({g._tree.max_leaf_nodes for g in growers}) != 1:
         raise ValueError("every shard's grower must bound the tree by the same number of "
                          "leaves (set max_leaf_nodes)")
-    trees = [Resume(*new_tree(2 * a[7].max_leaf_nodes - 1, a[9].hist_pool.shape[0],
-                              g.n_features, g.constraints))
-             for g, a in zip(growers, args, strict=True)]
+    trees = [Resume(*new_tree(2 * g._tree.max_leaf_nodes - 1, g._scratch.hist_pool.shape[0],
+                              g.n_features, g.constraints)) for g in growers]
     while True:
         built = {int(grow_tree(*a, resume)[0]) for a, resume in zip(args, trees, strict=True)}
         if len(built) != 1:
@@ -392,8 +395,8 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
         node = built.pop()
         if node < 0:
             break
-        allreduce([a[9].hist_pool[r.nodes.slot[node]] for a, r in
-                   zip(args, trees, strict=True)], features)
+        allreduce([g._scratch.hist_pool[r.nodes.slot[node]] for g, r in
+                   zip(growers, trees, strict=True)], features)
     return [_grown(s.counters[0], s.feature, s.bin_threshold, s.missing_left,
                    s.node_categorical, s.cat_bitset, s.left, s.right, s.gain, n.count,
                    n.sum_g, n.sum_h, s.start, s.stop, n.constrained) for s, n in trees]

@@ -18,6 +18,7 @@ import numpy as np
 from ._jit import inline, kernel
 from .grower import grow_tree
 from .predict import add_numerical_tree_binned, binned_leaf
+from .records import FeatureBins, SplitParams
 from .splitting import soft_threshold
 
 #: np.finfo(np.float64).max, whose Numba implementation cost ~0.7 s of compilation
@@ -70,13 +71,14 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
     # raw_score: float64 (n_samples,), this tree's output                      # IN/OUT
+    # (feature_bins, split and the other records as plain tuples: grow_tree)
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
      right, gain, count, sum_g, sum_h, start, stop, constrained) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
         split, scratch, root, general, sparse, bynode, constraints, None)
-    reg_lambda = split.reg_lambda
-    reg_alpha = split.reg_alpha
-    missing_bin = feature_bins.missing_bin
+    reg_lambda = SplitParams(*split).reg_lambda
+    reg_alpha = SplitParams(*split).reg_alpha
+    missing_bin = FeatureBins(*feature_bins).missing_bin
     value = np.empty(feature.shape[0], dtype=np.float64)
     threshold = np.empty(feature.shape[0], dtype=np.float64)
     for j in range(feature.shape[0]):  # np.zeros would compile one more implementation

@@ -41,7 +41,17 @@ import numpy as np
 from ._jit import inline, kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
-from .records import NodeBounds, Nodes, NodeState, TreeState
+from .records import (
+    FeatureBins,
+    NodeBounds,
+    Nodes,
+    NodeState,
+    RootHistograms,
+    Scratch,
+    SplitParams,
+    TreeParams,
+    TreeState,
+)
 from .sparse import build_histograms_sparse
 from .splitting import (
     BIN,
@@ -250,8 +260,8 @@ def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child
 
 
 @kernel
-def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins,
-              tree, split, scratch, root, general, sparse, bynode, constraints, resume):
+def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins_t,
+              tree_t, split_t, scratch_t, root_t, general, sparse, bynode, constraints, resume):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major; for sparse data a
     # (1, n_samples) buffer the split feature's column is written to  # IN
@@ -260,7 +270,11 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # features: int32 (n_used,)                                        # IN
     # all_rows: whether sample_indices is every row (the root histogram then
     # reads the rows without indirection)
-    # feature_bins, tree, split, scratch, root: records (records.py)    # IN, scratch
+    # feature_bins_t, tree_t, split_t, scratch_t, root_t: the fields of the records
+    # FeatureBins, TreeParams, SplitParams, Scratch, RootHistograms (records.py) as plain
+    # tuples, made records again here: Numba types a named tuple argument at every call
+    # on a slow path (~1 us each), which small trees, tens of thousands a study fit,
+    # paid five times per tree                                       # IN, scratch
     # general: True, or None for a lean tree: dense, no categorical feature, and
     # no node past the root reaches the parallel partition or histogram thresholds
     # (the caller's promise, TreeGrower.kernel_arguments). Numba prunes the
@@ -280,6 +294,11 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # must be summed across workers: the call returns that node's id in place of
     # n_nodes (-1 when the tree is done), and the next call goes on from there
     # (grower.grow_data_parallel)
+    feature_bins = FeatureBins(*feature_bins_t)
+    tree = TreeParams(*tree_t)
+    split = SplitParams(*split_t)
+    scratch = Scratch(*scratch_t)
+    root = RootHistograms(*root_t)
     if resume is None:
         state, nodes = new_tree(2 * tree.max_leaf_nodes - 1, scratch.hist_pool.shape[0],
                                 feature_bins.n_bins_non_missing.shape[0], constraints)
