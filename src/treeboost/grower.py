@@ -45,17 +45,19 @@ _SERIAL_HISTOGRAM_UPDATES = 200_000
 _ALWAYS_SERIAL = np.iinfo(np.int64).max
 
 
-def _serial_limits() -> tuple[int, int]:
-    """Node sizes from which the parallel partition and histogram kernels are used.
+def _serial_limits() -> tuple[int, int, int]:
+    """Node sizes from which the parallel partition and histogram kernels are used,
+    and the number of threads.
 
     On one thread (study workers, ``n_jobs=1``) never: the serial kernels add the
     same values in the same order and skip the parallel region's start-up. Read
     once per grower: ``numba.get_num_threads`` takes a lock (~15 us), as much as a
     small tree.
     """
-    if numba.get_num_threads() == 1:
-        return _ALWAYS_SERIAL, _ALWAYS_SERIAL
-    return _SERIAL_PARTITION_ROWS, _SERIAL_HISTOGRAM_UPDATES
+    n_threads = numba.get_num_threads()
+    if n_threads == 1:
+        return _ALWAYS_SERIAL, _ALWAYS_SERIAL, 1
+    return _SERIAL_PARTITION_ROWS, _SERIAL_HISTOGRAM_UPDATES, n_threads
 
 
 # A stage's shared root histograms (several outputs) are used up to this size of
@@ -307,7 +309,7 @@ class TreeGrower:
         """
         if self._categorical or self.sparse:
             return True
-        partition_rows_min, histogram_updates_min = self._serial_limits
+        partition_rows_min, histogram_updates_min, _ = self._serial_limits
         largest = n_rows // 2 if all_rows else n_rows
         if n_rows < partition_rows_min and largest * n_used < histogram_updates_min:
             return None

@@ -50,15 +50,17 @@ KERNELS = [build_histograms, build_histograms_serial]
 by_kernel = pytest.mark.parametrize("kernel", KERNELS, ids=["parallel", "serial"])
 
 
-def run(X, sample_indices, gradient, hessian, features=None, kernel=build_histograms):
+def run(X, sample_indices, gradient, hessian, features=None, kernel=build_histograms,
+        n_threads=2):
     """Call a histogram kernel with the dtypes the grower uses."""
     n_features, n_samples = X.shape
     features = np.arange(n_features, dtype=NODE_DTYPE) if features is None else features
     hist = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
     scratch_g = np.empty(n_samples, dtype=G_H_DTYPE)
     scratch_h = np.empty(n_samples, dtype=G_H_DTYPE)
-    kernel(X, sample_indices.astype(INDEX_DTYPE), gradient, hessian, features, scratch_g,
-           scratch_h, hist)
+    args = (X, sample_indices.astype(INDEX_DTYPE), gradient, hessian, features, scratch_g,
+            scratch_h, hist)
+    kernel(*args, *([] if kernel is build_histograms_serial else [n_threads]))
     return hist
 
 
@@ -136,10 +138,14 @@ def test_root_equals_general_with_all_indices():
     n_features, n_samples = X.shape
     features = np.arange(n_features, dtype=NODE_DTYPE)
     root = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
-    build_histograms_root(X, g, h, features, root)
+    build_histograms_root(X, g, h, features, root, 2)
     # same values added in the same row order: bit-identical
     for kernel in KERNELS:
         assert_array_equal(root, run(X, np.arange(n_samples), g, h, kernel=kernel))
+    for shares in range(1, n_features + 2):  # pairs and a single, however shared
+        again = np.zeros_like(root)
+        build_histograms_root(X, g, h, features, again, shares)
+        assert_array_equal(root, again)
     assert_hist_equal(root, histogram(X, np.arange(n_samples), g, h))
 
 
@@ -174,11 +180,14 @@ def test_independent_of_thread_count():
         results = []
         for n_threads in (1, 2):
             numba.set_num_threads(n_threads)
-            results.append(run(X, rows, g, h))
+            # every split of the features into shares, more shares than threads too
+            for shares in range(1, X.shape[0] + 2):
+                results.append(run(X, rows, g, h, n_threads=shares))
     finally:
         numba.set_num_threads(previous)
     # one thread sums each feature in row order: bit-identical by design (DESIGN §1.5)
-    assert_array_equal(results[0], results[1])
+    for result in results[1:]:
+        assert_array_equal(results[0], result)
 
 
 @pytest.mark.parametrize("block", [7, 2048])  # rows gathered per block: several, or one

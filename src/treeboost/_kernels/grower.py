@@ -119,16 +119,17 @@ def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin)
 
 @kernel
 def _build_node_histogram(X_binned, rows, gradient, hessian, features, feature_bins, scratch,
-                          hist, serial_histogram_updates, general):
+                          hist, tree, general):
     """Zero ``hist``'s used bins and build it from ``rows`` (serial below the threshold).
 
     ``general`` None: the caller knows no node reaches the threshold, and the
     parallel kernel is left out of this specialisation (see ``grow_tree``).
     """
     _zero_used_bins(hist, features, feature_bins.n_bins_non_missing, feature_bins.missing_bin)
-    if general is not None and rows.shape[0] * features.shape[0] >= serial_histogram_updates:
+    if (general is not None
+            and rows.shape[0] * features.shape[0] >= tree.serial_histogram_updates):
         build_histograms(X_binned, rows, gradient, hessian, features, scratch.ordered_gradient,
-                         scratch.ordered_hessian, hist)
+                         scratch.ordered_hessian, hist, tree.n_threads)
     else:
         build_histograms_serial(X_binned, rows, gradient, hessian, features,
                                 scratch.ordered_gradient, scratch.ordered_hessian, hist)
@@ -348,11 +349,10 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                        n_bins_non_missing, missing_bin)
         elif all_rows and n_rows * features.shape[0] >= tree.serial_histogram_updates:
             _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
-            build_histograms_root(X_binned, gradient, hessian, features, hist)
+            build_histograms_root(X_binned, gradient, hessian, features, hist, tree.n_threads)
         else:
             _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
-                                  feature_bins, scratch, hist, tree.serial_histogram_updates,
-                                  general)
+                                  feature_bins, scratch, hist, tree, general)
         if resume is not None:
             counters[PHASE] = OPEN_ROOT
             counters[N_FREE] = n_free
@@ -477,7 +477,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                 _build_node_histogram(
                     X_binned, sample_indices[start[built]:stop[built]], gradient,
                     hessian, features, feature_bins, scratch, hist_pool[slot[built]],
-                    tree.serial_histogram_updates, general)
+                    tree, general)
             if resume is not None:  # to be summed across workers before the split search
                 counters[PHASE] = CONSIDER
                 counters[PENDING] = node

@@ -24,10 +24,11 @@ SplitParams = namedtuple("SplitParams", [
 
 #: tree shape, and the node sizes from which the parallel kernels are used:
 #: max_leaf_nodes >= 2; max_depth < 0 for none; min_split_gain float;
-#: serial_partition_rows, serial_histogram_updates ints
+#: serial_partition_rows, serial_histogram_updates ints; n_threads int, the fit's
+#: Numba threads (the parallel histogram passes give each one share of the features)
 TreeParams = namedtuple("TreeParams", [
     "max_leaf_nodes", "max_depth", "min_split_gain", "serial_partition_rows",
-    "serial_histogram_updates"])
+    "serial_histogram_updates", "n_threads"])
 
 #: a grower's scratch buffers, reused tree after tree:
 #: left_buffer, right_buffer uint32 (>= n_rows,); ordered_gradient, ordered_hessian
