@@ -8,9 +8,15 @@ resident set just before it (the matrix itself is already resident), printed
 next to the bytes of the matrix's non-zeros (values + column indices). The
 same model then predicts on the CSR matrix and on a dense copy of a slice.
 
-Example::
+Examples::
 
     python benchmarks/bench_sparse.py --rows 1000000 --features 10000 --density 0.001
+    python benchmarks/bench_sparse.py --preset wide --lightgbm     # 200,000 x 20,000 at 0.1%
+    python benchmarks/bench_sparse.py --preset hashed --lightgbm   # 200 x 2^20, 20 a row
+
+The presets are issue 13's wide sparse cases: a wide bag of words, and hashed
+features (uniform over 2^20 columns, a fixed number of stored values a row),
+where the time and memory of a histogram per column show most.
 """
 
 from __future__ import annotations
@@ -23,12 +29,32 @@ import numpy as np
 import psutil
 import scipy.sparse as sp
 
+#: name: (rows, features, density, stored values a row (None: Poisson around density))
+PRESETS = {"wide": (200_000, 20_000, 0.001, None), "hashed": (200, 2**20, None, 20)}
 
-def make_data(n_rows: int, n_features: int, density: float, seed: int):
-    """CSR counts matrix with ~density non-zeros and a target from informative columns."""
+
+def make_data(n_rows: int, n_features: int, density: float | None, seed: int,
+              per_row: int | None = None):
+    """CSR counts matrix with ~density non-zeros and a target from informative columns.
+
+    With ``per_row``, every row stores that many values in columns drawn uniformly
+    (hashed features); otherwise a Poisson number around ``density`` with Zipf-like
+    column popularity (words in documents).
+    """
     rng = np.random.default_rng(seed)
-    per_row = rng.poisson(density * n_features, size=n_rows)
-    indptr = np.concatenate([[0], np.cumsum(per_row)]).astype(np.int64)
+    if per_row is not None:
+        counts = np.full(n_rows, per_row)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        indices = rng.integers(0, n_features, size=int(indptr[-1])).astype(np.int32)
+        # informative columns must be stored somewhere: the first 200 are drawn 100x as often
+        hot = rng.random(indices.size) < 0.5
+        indices[hot] = rng.integers(0, min(200, n_features), size=int(hot.sum()))
+        data = rng.integers(1, 6, size=indices.size).astype(np.float64)
+        X = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_features))
+        X.sum_duplicates()
+        return X, _target(X, rng, n_features, n_rows)
+    counts = rng.poisson(density * n_features, size=n_rows)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     # Zipf-like column popularity, as words in documents
     popularity = 1.0 / np.arange(1, n_features + 1) ** 0.6
     popularity /= popularity.sum()
@@ -36,11 +62,15 @@ def make_data(n_rows: int, n_features: int, density: float, seed: int):
     data = rng.integers(1, 6, size=indices.size).astype(np.float64)
     X = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_features))
     X.sum_duplicates()
+    return X, _target(X, rng, n_features, n_rows)
+
+
+def _target(X, rng, n_features: int, n_rows: int):
+    """A binary target from up to 20 informative columns among the first 200."""
     informative = rng.choice(min(200, n_features), size=min(20, n_features), replace=False)
     coef = rng.normal(size=informative.size)
     score = np.asarray(X[:, informative] @ coef).ravel()
-    y = (score + 0.5 * rng.normal(size=n_rows) > np.median(score)).astype(np.int64)
-    return X, y
+    return (score + 0.5 * rng.normal(size=n_rows) > np.median(score)).astype(np.int64)
 
 
 class PeakRSS:
@@ -72,14 +102,19 @@ def main():
     parser.add_argument("--density", type=float, default=0.001)
     parser.add_argument("--n-estimators", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="issue 13's wide sparse cases (overrides rows/features/density)")
     parser.add_argument("--lightgbm", action="store_true",
                         help="also fit LightGBM (same trees, learning rate, leaves, bins)")
     args = parser.parse_args()
 
     from treeboost import TreeBoostClassifier
 
+    per_row = None
+    if args.preset:
+        args.rows, args.features, args.density, per_row = PRESETS[args.preset]
     t0 = time.perf_counter()
-    X, y = make_data(args.rows, args.features, args.density, args.seed)
+    X, y = make_data(args.rows, args.features, args.density, args.seed, per_row)
     nnz_bytes = X.data.nbytes + X.indices.nbytes
     print(f"data: {X.shape[0]:,} x {X.shape[1]:,}, {X.nnz:,} non-zeros "
           f"({X.nnz / X.shape[0] / X.shape[1]:.4%}); values + indices "
