@@ -74,9 +74,7 @@ def raw_kernel(trees, outputs, X, n_outputs, bin_mapper):
                 packed.is_categorical, packed.cat_bitset, packed.categories,
                 packed.n_categories, MISSING_BIN, packed.tree_roots, packed.tree_outputs, out)
     numerical = np.zeros_like(out)
-    predict_raw_numerical(X, packed.feature, packed.threshold, packed.missing_left,
-                          packed.left, packed.right, packed.value, packed.tree_roots,
-                          packed.tree_outputs, numerical)
+    predict_raw_numerical(X, *packed.split_records(), packed.tree_outputs, 16, numerical)
     assert_array_equal(numerical, out)
     return out
 
