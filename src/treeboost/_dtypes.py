@@ -25,6 +25,13 @@ N_BINS = 256  # histogram slots per feature: MAX_BINS value bins + 1 missing bin
 # sum of hessians and row count for each bin, interleaved so that one update
 # touches one cache line.
 HIST_G, HIST_H, HIST_C = 0, 1, 2
+# One split of a tree packed for prediction on raw numerical X: everything a row
+# reads at a node in one 24-byte record (one cache line or less), where the
+# separate node arrays cost five lines. left/right are split indices, or ~leaf
+# (negative) for a leaf, so a leaf needs no load of its own to be recognised.
+SPLIT_RECORD_DTYPE = np.dtype([("threshold", X_DTYPE), ("feature", NODE_DTYPE),
+                               ("missing_left", NODE_DTYPE), ("left", NODE_DTYPE),
+                               ("right", NODE_DTYPE)])
 
 
 def readonly(a: np.ndarray) -> np.ndarray:

@@ -1,5 +1,5 @@
 """predict_raw, predict_raw_numerical and predict_binned against each other and the
-traversal twin."""
+traversal twin; the split-record layout of predict_raw_numerical and its blocks."""
 
 import numpy as np
 import pytest
@@ -8,9 +8,10 @@ from numpy.testing import assert_array_equal
 from reference import leaf_of, predict
 from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE, SUM_DTYPE, X_DTYPE
 from treeboost._kernels.predict import _BLOCK, predict_binned, predict_raw, predict_raw_numerical
+from treeboost._threads import threads
 from treeboost.binning import BinMapper
 from treeboost.grower import GrowerParams, TreeGrower
-from treeboost.predictor import PackedTrees
+from treeboost.predictor import NUMERICAL_BLOCK, PackedTrees, numerical_block
 from treeboost.tree import Tree
 
 
@@ -74,9 +75,7 @@ def raw_kernel(trees, outputs, X, n_outputs, bin_mapper):
                 packed.is_categorical, packed.cat_bitset, packed.categories,
                 packed.n_categories, MISSING_BIN, packed.tree_roots, packed.tree_outputs, out)
     numerical = np.zeros_like(out)
-    predict_raw_numerical(X, packed.feature, packed.threshold, packed.missing_left,
-                          packed.left, packed.right, packed.value, packed.tree_roots,
-                          packed.tree_outputs, numerical)
+    predict_raw_numerical(X, *packed.split_records(), packed.tree_outputs, 16, numerical)
     assert_array_equal(numerical, out)
     return out
 
@@ -205,3 +204,98 @@ def test_all_values_left_split_sends_inf_left():
     X = np.array([[np.inf]])
     binned = binned_kernel(stump, bin_mapper.transform(X), np.arange(1), np.zeros(1))
     assert_array_equal(raw_kernel([stump], [0], X, 1, bin_mapper)[:, 0], binned)
+
+
+def one_leaf_tree(value):
+    """A tree that is a single leaf (what a stage with nothing to split grows)."""
+    return Tree(feature=np.array([-1], dtype=NODE_DTYPE), threshold=np.zeros(1),
+                bin_threshold=np.array([-1], dtype=NODE_DTYPE),
+                missing_left=np.zeros(1, dtype=np.uint8),
+                is_categorical=np.zeros(1, dtype=np.uint8),
+                cat_bitset=np.zeros((1, 8), dtype=np.uint32),
+                left=np.array([-1], dtype=NODE_DTYPE), right=np.array([-1], dtype=NODE_DTYPE),
+                value=np.array([value]), gain=np.zeros(1), count=np.zeros(1, dtype=np.int64),
+                cover=np.zeros(1))
+
+
+@pytest.fixture(scope="module")
+def rounding_model(model):
+    """The model's trees with leaf values whose float sums depend on the order, a
+    one-leaf tree among them, over three outputs."""
+    _, bin_mapper, trees = model
+    rng = np.random.default_rng(5)
+    trees = [Tree(**{**vars(t), "value": np.where(t.left < 0, rng.normal(size=t.left.size)
+                                                  * 10.0 ** rng.integers(-8, 8, t.left.size),
+                                                  0.0)})
+             for t in trees]
+    trees = trees + [one_leaf_tree(np.pi)] + trees[::-1]
+    outputs = [0, 0, 0, 0, 1, 2, 1]
+    return bin_mapper, trees, outputs
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("block", [8, 24, NUMERICAL_BLOCK])
+@pytest.mark.parametrize("n_samples", [0, 7, 8, 2 * NUMERICAL_BLOCK + 13])
+def test_split_records_sum_trees_in_model_order(rounding_model, dtype, block, n_samples):
+    """Bit for bit the twin's sums (tree by tree, in model order), whatever the block,
+    with NaN both ways, values outside the training range and a one-leaf tree."""
+    bin_mapper, trees, outputs = rounding_model
+    X = make_X(n_samples, 7) * 1.5
+    X[::3, 3] = np.nan
+    X = np.ascontiguousarray(X, dtype=dtype)
+    packed = PackedTrees(trees, outputs, bin_mapper)
+    out = np.zeros((n_samples, 3), dtype=SUM_DTYPE)
+    predict_raw_numerical(X, *packed.split_records(), packed.tree_outputs, block, out)
+    expected = predict(trees, outputs, X.astype(X_DTYPE), 3)
+    assert_array_equal(out, expected)
+    if n_samples > 1000:  # the order matters: summed the other way round, some rows differ
+        reverse = predict(trees[::-1], outputs[::-1], X.astype(X_DTYPE), 3)
+        assert (reverse != expected).any()
+
+
+def test_split_records_layout(rounding_model):
+    """Splits only, children as split indices or ~leaf; a one-leaf tree's root is ~leaf."""
+    bin_mapper, trees, outputs = rounding_model
+    splits, leaf_value, roots = PackedTrees(trees, outputs, bin_mapper).split_records()
+    assert splits.dtype.itemsize <= 64  # a node is one cache line or less
+    assert splits.size == sum(int((t.left >= 0).sum()) for t in trees)
+    assert_array_equal(leaf_value, np.concatenate([t.value[t.left < 0] for t in trees]))
+    assert roots[3] < 0
+    assert leaf_value[~roots[3]] == np.pi
+    assert (roots[[0, 1, 2, 4, 5, 6]] >= 0).all()
+    children = np.concatenate([splits["left"], splits["right"]])
+    # every split but the roots is somebody's child, once; every leaf too
+    assert_array_equal(np.sort(children[children >= 0]),
+                       np.setdiff1d(np.arange(splits.size), roots))
+    assert_array_equal(np.sort(~children[children < 0]),
+                       np.setdiff1d(np.arange(leaf_value.size), ~roots[roots < 0]))
+    parent = np.arange(splits.size)
+    for child in (splits["left"], splits["right"]):  # after the parent: no cycle
+        assert (child[child >= 0] > parent[child >= 0]).all()
+
+
+@pytest.mark.parametrize("n_samples", [1, 9, 1000, 5000])
+def test_add_raw_same_for_one_and_two_threads(rounding_model, n_samples):
+    bin_mapper, trees, outputs = rounding_model
+    X = make_X(n_samples, 8)
+    packed = PackedTrees(trees, outputs, bin_mapper)
+    runs = []
+    for n_jobs in (1, 2):
+        with threads(n_jobs):
+            runs.append(packed.add_raw(X, np.zeros((n_samples, 3))))
+    assert_array_equal(runs[0], runs[1])
+    assert_array_equal(runs[0], predict(trees, outputs, X, 3))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 16])
+@pytest.mark.parametrize("n_samples", [0, 1, 8, 100, 2047, 10**6])
+def test_numerical_block(n_samples, n_threads):
+    """A multiple of 8, at most NUMERICAL_BLOCK rows, and a block for every thread
+    while there are 8 rows for each."""
+    block = numerical_block(n_samples, n_threads)
+    assert block % 8 == 0
+    assert 8 <= block <= NUMERICAL_BLOCK
+    if n_samples >= 8 * n_threads:
+        assert -(-n_samples // block) >= n_threads
+    if n_samples >= NUMERICAL_BLOCK * n_threads:
+        assert block == NUMERICAL_BLOCK
