@@ -41,7 +41,56 @@ def _args():
     parser.add_argument("--bins", type=int, default=4, help="num_grad_quant_bins")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", default="tb,tb_quant,lgb,lgb_quant")
+    parser.add_argument("--kernels", action="store_true",
+                        help="only time the histogram kernels, float vs packed integer")
     return parser.parse_args()
+
+
+def _kernels(a):
+    """Seconds per histogram pass, float (g, h, count) vs packed integer, in one run."""
+    import numpy as np
+
+    from treeboost._kernels.histogram import build_histograms, build_histograms_root
+    from treeboost._kernels.quantize import quantize_gradients
+
+    rng = np.random.default_rng(a.seed)
+    n = int(a.rows * 0.8)
+    X_binned = rng.integers(0, 255, size=(a.features, n), dtype=np.uint8)
+    g = rng.normal(size=n).astype(np.float32)
+    h = rng.uniform(0.05, 0.25, size=n).astype(np.float32)
+    packed = np.empty(n, dtype=np.int64)
+    quantize_gradients(g, h, a.bins, True, np.uint64(1), packed, np.empty(2))
+    features = np.arange(a.features, dtype=np.int32)
+    rows = np.sort(rng.choice(n, n // 4, replace=False)).astype(np.uint32)
+    float_hist = np.zeros((a.features, 256, 3))
+    int_hist = np.zeros((a.features, 256), dtype=np.int64)
+    og, oh, op = (np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32),
+                  np.empty(n, dtype=np.int64))
+    passes = {
+        "root, float": lambda: build_histograms_root(X_binned, g, h, features, float_hist),
+        "root, packed": lambda: build_histograms_root(X_binned, packed, packed, features,
+                                                      int_hist),
+        "node (1/4 rows), float": lambda: build_histograms(X_binned, rows, g, h, features,
+                                                           og, oh, float_hist),
+        "node (1/4 rows), packed": lambda: build_histograms(X_binned, rows, packed, packed,
+                                                            features, op, op, int_hist),
+        "quantize (all rows)": lambda: quantize_gradients(g, h, a.bins, True, np.uint64(2),
+                                                          packed, np.empty(2)),
+    }
+    n_rows = {k: (rows.size if k.startswith("node") else n) for k in passes}
+    times = {k: [] for k in passes}
+    for _ in range(5):  # interleaved; the first call compiles or loads the kernel
+        for name, run in passes.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+    print(f"{n} rows x {a.features} features, {a.threads} threads; load average "
+          f"{os.getloadavg()[0]:.2f}")
+    for name, t in times.items():
+        best = min(t[1:])
+        print(f"{name:26s} {1e3 * best:8.2f} ms  "
+              f"{1e9 * best * a.threads / (n_rows[name] * a.features):.2f} ns per row x feature "
+              "x thread")
 
 
 def _data(a):
@@ -96,14 +145,18 @@ def main():
     a = _args()
     for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ[var] = str(a.threads)
+    if a.kernels:
+        _kernels(a)
+        return
     X_tr, y_tr, X_te, y_te = _data(a)
     factories = _models(a)
     names = a.configs.split(",")
-    # compile every treeboost kernel first (quantised and not)
+    # compile every treeboost kernel first (quantised and not; 100,000 rows reach the
+    # parallel node kernels, which a small fit leaves out)
     for name in names:
         if name.startswith("tb"):
             small = factories[name]().set_params(n_estimators=3)
-            small.fit(X_tr[:20_000], y_tr[:20_000])
+            small.fit(X_tr[:100_000], y_tr[:100_000])
     times = {n: [] for n in names}
     busy = {n: [] for n in names}
     scores = {}
