@@ -231,6 +231,9 @@ class Booster:
         # updates in one kernel call
         fused = trace is None and self.loss.newton_leaves and not state.grower.sparse
         node_rng = columns.node_rng(rngs)
+        # quantised gradients: each tree's seed of stochastic rounding
+        quant_seeds = (rngs["quantize"].integers(0, 2**63, size=K, dtype=np.uint64)
+                       if state.grower.quantized else np.zeros(K, dtype=np.uint64))
         # K trees on the same rows and features: their roots in one pass
         root = state.grower.root_histograms(state.gradient, state.hessian, rows,
                                             features) if fused else None
@@ -238,13 +241,14 @@ class Booster:
             indices = rows.copy()
             if fused:
                 tree = self._newton_tree(state, k, indices, features, outside, shrink,
-                                         root, node_rng)
+                                         root, node_rng, int(quant_seeds[k]))
                 self._check_tree(state, tree, m, k, 0.0)
                 state.add_to_eval_sets(tree, k)
                 stage.append(tree)
                 continue
             grown = state.grower.grow(state.gradient[k], state.hessian[k], indices, features,
-                                      node_rng, all_rows=outside is None)
+                                      node_rng, all_rows=outside is None,
+                                      quant_seed=int(quant_seeds[k]))
             gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices, context)
             tree = self._make_tree(grown, shrink * gamma)
             if trace is not None:
@@ -259,15 +263,16 @@ class Booster:
         self._packed.clear()
 
     def _newton_tree(self, state: _TrainingState, k: int, indices, features, outside,
-                     shrink: float, root, node_rng) -> Tree:
+                     shrink: float, root, node_rng, quant_seed: int = 0) -> Tree:
         """Grow output k's tree, set its Newton values and add it to the raw scores.
 
         ``root`` is the stage's shared root histograms (``TreeGrower.root_histograms``)
-        or None; ``node_rng`` draws the tree's ``colsample_bynode`` seed.
+        or None; ``node_rng`` draws the tree's ``colsample_bynode`` seed and
+        ``quant_seed`` is its seed of stochastic rounding (``use_quantized_grad``).
         """
         grow_args = state.grower.kernel_arguments(state.gradient[k], state.hessian[k],
                                                   indices, features, outside is None, root, k,
-                                                  node_rng)
+                                                  node_rng, quant_seed)
         mds = self.max_delta_step
         bm = self.bin_mapper
         (n, feature, threshold, bin_threshold, missing_left, is_categorical, cat_bitset, left,

@@ -24,9 +24,11 @@ from ._dtypes import (
 )
 from ._kernels.grower import grow_tree, new_tree
 from ._kernels.histogram import build_root_histograms_multi
+from ._kernels.quantize import quantize_gradients
 from ._kernels.records import (
     FeatureBins,
     NodeColumns,
+    QuantizedGradients,
     Resume,
     RootHistograms,
     Scratch,
@@ -88,6 +90,10 @@ class GrowerParams:
     monotone_constraints: object = None
     interaction_constraints: object = None
     monotone_constraints_method: str = "basic"
+    #: quantised gradients (``_kernels.quantize``): splits chosen on integer histograms
+    use_quantized_grad: bool = False
+    num_grad_quant_bins: int = 4
+    stochastic_rounding: bool = True
 
 
 @dataclass
@@ -185,6 +191,18 @@ class TreeGrower:
         self.constraints = constraints_record(
             params.monotone_constraints, params.interaction_constraints,
             params.monotone_constraints_method, self.is_categorical)
+        self.quantized = bool(params.use_quantized_grad)
+        self._quant = None
+        if self.quantized:
+            if self.sparse:
+                raise ValueError("use_quantized_grad=True takes dense input: convert the "
+                                 "sparse matrix with .toarray() or set "
+                                 "use_quantized_grad=False")
+            # packed sums hold |sum g| <= n B / 2 and sum h <= n B in 32 bits each
+            if n_samples * int(params.num_grad_quant_bins) >= 2**31:
+                raise ValueError(
+                    f"num_grad_quant_bins={params.num_grad_quant_bins} is too large for "
+                    f"{n_samples} rows: n_samples * num_grad_quant_bins must be below 2**31")
         self._bynode = None
         if params.colsample_bynode < 1.0:
             self._bynode = NodeColumns(np.zeros(1, dtype=np.uint64), np.ones(1, dtype=np.int64),
@@ -192,7 +210,8 @@ class TreeGrower:
                                        np.empty(self.n_features, dtype=NODE_DTYPE))
 
     def grow(self, gradient: np.ndarray, hessian: np.ndarray, sample_indices: np.ndarray,
-             features: np.ndarray, rng=None, all_rows: bool = False) -> GrownTree:
+             features: np.ndarray, rng=None, all_rows: bool = False,
+             quant_seed: int = 0) -> GrownTree:
         """Grow one tree.
 
         Parameters
@@ -208,13 +227,17 @@ class TreeGrower:
         all_rows : bool, default=False
             True when ``sample_indices`` is every row in order, which lets the
             root histogram skip the index indirection.
+        quant_seed : int, default=0
+            The tree's seed of stochastic rounding, in [0, 2**64)
+            (``use_quantized_grad``).
 
         Returns
         -------
         GrownTree
         """
         return _grown(*grow_tree(*self.kernel_arguments(
-            gradient, hessian, sample_indices, features, all_rows, rng=rng), None))
+            gradient, hessian, sample_indices, features, all_rows, rng=rng,
+            quant_seed=quant_seed), None))
 
     def root_histograms(self, gradient, hessian, sample_indices, features):
         """The root histograms of every output of a stage, built in one pass.
@@ -236,7 +259,8 @@ class TreeGrower:
             output, sparse data, or buffers over ``_MULTI_ROOT_BYTES``).
         """
         n_outputs = gradient.shape[0]
-        if self.sparse or n_outputs < 2 or (
+        # quantised gradients: each tree quantises its own output, on scales of its own
+        if self.sparse or self.quantized or n_outputs < 2 or (
                 self.n_features * N_BINS * 2 * n_outputs * 8 > _MULTI_ROOT_BYTES):
             return None
         if self._multi_root is None or self._multi_root[0].shape[2] != 2 * n_outputs:
@@ -252,12 +276,13 @@ class TreeGrower:
         return multi, counts
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
-                         all_rows, root=None, output=-1, rng=None) -> tuple:
+                         all_rows, root=None, output=-1, rng=None, quant_seed=0) -> tuple:
         """The arguments of ``_kernels.grower.grow_tree`` for one tree, but ``resume``.
 
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
         this tree's index in it; by default the tree builds its own root histogram.
-        ``rng`` draws the tree's seed of ``colsample_bynode``.
+        ``rng`` draws the tree's seed of ``colsample_bynode``; ``quant_seed`` (an int
+        in [0, 2**64)) is the tree's seed of stochastic rounding (``use_quantized_grad``).
         """
         if self._tree is None:  # the records are built once per grower, i.e. per fit
             self._build_records()
@@ -272,13 +297,18 @@ class TreeGrower:
             self._bynode.seed[0] = rng.integers(0, 2**63, dtype=np.uint64)
             self._bynode.k[0] = max(1, int(round(self.params.colsample_bynode
                                                  * features.size)))
+        if self._quant is not None:
+            p = self.params
+            quantize_gradients(gradient, hessian, int(p.num_grad_quant_bins),
+                               bool(p.stochastic_rounding), np.uint64(quant_seed),
+                               self._quant.packed, self._quant.scales)
         # the records as plain tuples (the kernel makes them records again): Numba
         # types a named tuple argument on a slow path at every call, ~1 us each
         return (X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
                 *self._record_tuples,
                 _NO_ROOT if root is None else (root[0], root[1], int(output)),
                 self._general(sample_indices.shape[0], features.shape[0], all_rows),
-                sparse, self._bynode, self.constraints)
+                sparse, self._bynode, self.constraints, self._quant)
 
     def _build_records(self) -> None:
         p = self.params
@@ -294,6 +324,12 @@ class TreeGrower:
             np.empty(n_samples, dtype=G_H_DTYPE), np.empty(n_samples, dtype=G_H_DTYPE),
             np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE),
             np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32), hist_pool)
+        if self.quantized:
+            # np.empty: only the used bins of the pool are written, and commit memory
+            self._quant = QuantizedGradients(
+                np.empty(n_samples, dtype=np.int64), np.empty(n_samples, dtype=np.int64),
+                np.empty(hist_pool.shape[:2] + (N_BINS,), dtype=np.int64),
+                np.ones(2, dtype=SUM_DTYPE))
         self._record_tuples = (tuple(self._feature_bins), tuple(self._tree),
                                tuple(self._split_params), tuple(self._scratch))
 
@@ -380,8 +416,9 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     list of GrownTree
         Each shard's tree: the same nodes, and leaves over the shard's rows.
     """
-    if any(g.sparse or g._bynode is not None for g in growers):
-        raise ValueError("grow_data_parallel takes dense data without colsample_bynode")
+    if any(g.sparse or g._bynode is not None or g.quantized for g in growers):
+        raise ValueError("grow_data_parallel takes dense data without colsample_bynode "
+                         "and without use_quantized_grad")
     args = [g.kernel_arguments(gr, he, idx, features, False)
             for g, gr, he, idx in zip(growers, gradients, hessians, sample_indices,
                                       strict=True)]

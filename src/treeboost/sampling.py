@@ -23,9 +23,10 @@ import numpy as np
 from ._dtypes import INDEX_DTYPE, NODE_DTYPE, SUM_DTYPE, readonly
 
 #: names of the independent random streams drawn from one ``random_state``
-STREAMS = ("binning", "rows", "columns", "nodes", "validation", "goss", "dart")
+#: (appended streams leave the earlier ones' draws unchanged: SeedSequence children by index)
+STREAMS = ("binning", "rows", "columns", "nodes", "validation", "goss", "dart", "quantize")
 #: the streams a stage of the stage loop draws from (``stage_streams``)
-STAGE_STREAMS = ("rows", "columns", "nodes", "goss", "dart")
+STAGE_STREAMS = ("rows", "columns", "nodes", "goss", "dart", "quantize")
 
 
 def make_streams(seed: int) -> dict[str, np.random.Generator]:

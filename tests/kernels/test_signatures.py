@@ -130,6 +130,16 @@ def exercise_estimators():
                         monotone_constraints_method="intermediate", **common), X_nan, y)
     fit_predict(TreeBoostRegressor(loss="absolute_error", monotone_constraints=[0, 0, 1],
                                    categorical_features=[0, 1], **common), X_cat, y_cat)
+    # quantised gradients (a specialisation of their own): Newton leaves (fused), a line
+    # search (the Python leaf path), softmax, row sampling, large enough for the parallel
+    # histogram kernels, and rounding to nearest
+    for cls, y in targets.values():
+        fit_predict(cls(use_quantized_grad=True, subsample=0.7, **common), X_nan, y)
+    fit_predict(TreeBoostRegressor(loss="absolute_error", use_quantized_grad=True, **common),
+                X_nan, targets["regressor"][1])
+    fit_predict(TreeBoostRegressor(n_estimators=2, max_leaf_nodes=4, use_quantized_grad=True,
+                                   stochastic_rounding=False, random_state=0), X_big,
+                X_big[:, 0])
     # TreeSHAP (rows are made float64 first, so float32 input shares the signature)
     model = TreeBoostClassifier(categorical_features=[0, 1], **common)
     model.fit(X_cat, np.digitize(y_cat, [0.5, 1.5]))
@@ -188,7 +198,7 @@ CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
 
 #: the records of optional concerns (records.py) whose presence makes a specialisation
 OPTIONAL_RECORDS = ("SparseBins(", "NodeColumns(", "Constraints(", "NodeBounds(",
-                    "NodeState(", "Resume(")
+                    "NodeState(", "Resume(", "QuantizedGradients(")
 
 
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="kernels are plain Python")

@@ -63,10 +63,10 @@ def raw_thresholds(feature, bin_threshold, left, node_categorical, bin_edges, n_
 @kernel
 def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_rows,
                      feature_bins, tree, split, scratch, root, general, sparse, bynode,
-                     constraints, max_delta_step,
+                     constraints, quant, max_delta_step,
                      shrinkage, bin_edges, n_edges, outside, raw_score):
     """Grow a tree, set its Newton values and add it to ``raw_score``; return its arrays."""
-    # the arguments up to constraints are grow_tree's (dense data: sparse is None)
+    # the arguments up to quant are grow_tree's (dense data: sparse is None)
     # max_delta_step: float, np.inf for none; shrinkage: float
     # bin_edges: float64 (n_features, max_bins), n_edges: int32 (n_features,)  # IN
     # outside: uint32 (n_outside,), rows not in sample_indices                 # IN
@@ -75,7 +75,7 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
     (n_nodes, feature, bin_threshold, missing_left, node_categorical, cat_bitset, left,
      right, gain, count, sum_g, sum_h, start, stop, constrained) = grow_tree(
         X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins, tree,
-        split, scratch, root, general, sparse, bynode, constraints, None)
+        split, scratch, root, general, sparse, bynode, constraints, quant, None)
     reg_lambda = SplitParams(*split).reg_lambda
     reg_alpha = SplitParams(*split).reg_alpha
     missing_bin = FeatureBins(*feature_bins).missing_bin

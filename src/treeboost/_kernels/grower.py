@@ -81,10 +81,11 @@ def _zero_used_bins(hist, features, n_bins_non_missing, missing_bin):
     wide data with few distinct values zeroing (and subtracting) all of them
     cost far more than building the histogram.
     """
+    # (also the packed integer histograms of quantised gradients, (n_features, 256) int64)
     for k in range(features.shape[0]):
         f = features[k]
-        hist[f, :n_bins_non_missing[f]] = 0.0
-        hist[f, missing_bin] = 0.0
+        hist[f, :n_bins_non_missing[f]] = 0
+        hist[f, missing_bin] = 0
 
 
 @kernel
@@ -119,20 +120,104 @@ def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin)
 
 @kernel
 def _build_node_histogram(X_binned, rows, gradient, hessian, features, feature_bins, scratch,
-                          hist, tree, general):
-    """Zero ``hist``'s used bins and build it from ``rows`` (serial below the threshold).
+                          slot, tree, general, quant):
+    """Zero histogram ``slot``'s used bins and build it from ``rows`` (serial below the
+    threshold); with ``quant``, the packed integer histogram of its pool.
 
     ``general`` None: the caller knows no node reaches the threshold, and the
     parallel kernel is left out of this specialisation (see ``grow_tree``).
     """
-    _zero_used_bins(hist, features, feature_bins.n_bins_non_missing, feature_bins.missing_bin)
-    if (general is not None
-            and rows.shape[0] * features.shape[0] >= tree.serial_histogram_updates):
-        build_histograms(X_binned, rows, gradient, hessian, features, scratch.ordered_gradient,
-                         scratch.ordered_hessian, hist, tree.n_threads)
-    else:
-        build_histograms_serial(X_binned, rows, gradient, hessian, features,
-                                scratch.ordered_gradient, scratch.ordered_hessian, hist)
+    parallel = general is not None and (rows.shape[0] * features.shape[0]
+                                         >= tree.serial_histogram_updates)
+    if quant is None:
+        hist = scratch.hist_pool[slot]
+        _zero_used_bins(hist, features, feature_bins.n_bins_non_missing,
+                        feature_bins.missing_bin)
+        if parallel:
+            build_histograms(X_binned, rows, gradient, hessian, features,
+                             scratch.ordered_gradient, scratch.ordered_hessian, hist,
+                             tree.n_threads)
+        else:
+            build_histograms_serial(X_binned, rows, gradient, hessian, features,
+                                    scratch.ordered_gradient, scratch.ordered_hessian, hist)
+    else:  # each row's packed pair stands for both its gradient and its hessian
+        packed = quant.pool[slot]
+        _zero_used_bins(packed, features, feature_bins.n_bins_non_missing,
+                        feature_bins.missing_bin)
+        if parallel:
+            build_histograms(X_binned, rows, quant.packed, quant.packed, features,
+                             quant.ordered, quant.ordered, packed, tree.n_threads)
+        else:
+            build_histograms_serial(X_binned, rows, quant.packed, quant.packed, features,
+                                    quant.ordered, quant.ordered, packed)
+
+
+@kernel
+def _subtract_packed(large, small, features, n_bins_non_missing, missing_bin):
+    """large -= small over the used bins of packed histograms: exact integer arithmetic."""
+    for k in range(features.shape[0]):
+        f = features[k]
+        a = large[f]
+        s = small[f]
+        for b in range(n_bins_non_missing[f]):
+            a[b] -= s[b]
+        a[missing_bin] -= s[missing_bin]
+
+
+@kernel
+def _unpack(hist, packed, features, n_bins_non_missing, missing_bin, scales, count):
+    """``hist``'s used bins: the dequantised sums of the packed histogram, for the split search.
+
+    Gradient and hessian: integer sum x scale. Count: estimated from the
+    hessian's integer sum as LightGBM does, h x count / H of the node (exact for
+    a constant hessian); keeping exact counts would take a second add per row
+    and feature, and counts only bound ``min_samples_leaf`` inside the scan: the
+    nodes' own row counts stay exact (their row slices).
+    """
+    f0 = features[0]
+    total = np.int64(0)
+    for b in range(n_bins_non_missing[f0]):
+        total += packed[f0, b] & 0xFFFFFFFF
+    total += packed[f0, missing_bin] & 0xFFFFFFFF
+    factor = count / total if total > 0 else 0.0
+    s_g = scales[0]
+    s_h = scales[1]
+    for k in range(features.shape[0]):
+        f = features[k]
+        nb = n_bins_non_missing[f]
+        for b in range(nb + 1):
+            src = b if b < nb else missing_bin
+            p = packed[f, src]
+            h = np.float64(p & 0xFFFFFFFF)
+            hist[f, src, 0] = np.float64(p >> 32) * s_g
+            hist[f, src, 1] = h * s_h
+            hist[f, src, 2] = h * factor
+
+
+@kernel
+def _exact_sums(gradient, hessian, sample_indices, n_nodes, left, right, start, stop, count,
+                sum_g, sum_h):
+    """Every node's gradient and hessian sums and row count, from the exact derivatives.
+
+    Quantised gradients choose the splits only: the leaf values (and covers)
+    are refit from the float gradients of each leaf's rows (LightGBM's
+    ``quant_train_renew_leaf``); an inner node sums its children (their ids are
+    larger than its own).
+    """
+    for j in range(n_nodes - 1, -1, -1):
+        count[j] = stop[j] - start[j]
+        if left[j] < 0:
+            g = 0.0
+            h = 0.0
+            for i in range(start[j], stop[j]):
+                r = sample_indices[i]
+                g += gradient[r]
+                h += hessian[r]
+            sum_g[j] = g
+            sum_h[j] = h
+        else:
+            sum_g[j] = sum_g[left[j]] + sum_g[right[j]]
+            sum_h[j] = sum_h[left[j]] + sum_h[right[j]]
 
 
 @kernel
@@ -262,7 +347,8 @@ def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child
 
 @kernel
 def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins_t,
-              tree_t, split_t, scratch_t, root_t, general, sparse, bynode, constraints, resume):
+              tree_t, split_t, scratch_t, root_t, general, sparse, bynode, constraints, quant,
+              resume):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major; for sparse data a
     # (1, n_samples) buffer the split feature's column is written to  # IN
@@ -290,6 +376,9 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # bynode: records.NodeColumns for colsample_bynode < 1, else None
     # constraints: records.Constraints, or None; the returned NodeState (None without
     # constraints) holds each node's value bounds
+    # quant: records.QuantizedGradients (use_quantized_grad: dense data, no resume, no
+    # shared root), else None; splits are chosen on its integer histograms and the
+    # nodes' sums refit from gradient and hessian at the end (_exact_sums)
     # resume: None to grow the whole tree; or records.Resume (a TreeState and its
     # Nodes, from new_tree) to run until a histogram built from this worker's rows
     # must be summed across workers: the call returns that node's id in place of
@@ -348,11 +437,22 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             _copy_root(hist, root.multi, root.counts, root.output, features,
                        n_bins_non_missing, missing_bin)
         elif all_rows and n_rows * features.shape[0] >= tree.serial_histogram_updates:
-            _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
-            build_histograms_root(X_binned, gradient, hessian, features, hist, tree.n_threads)
+            if quant is None:
+                _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
+                build_histograms_root(X_binned, gradient, hessian, features, hist,
+                                      tree.n_threads)
+            else:
+                _zero_used_bins(quant.pool[slot[0]], features, n_bins_non_missing,
+                                missing_bin)
+                build_histograms_root(X_binned, quant.packed, quant.packed, features,
+                                      quant.pool[slot[0]], tree.n_threads)
         else:
             _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
-                                  feature_bins, scratch, hist, tree, general)
+                                  feature_bins, scratch, slot[0],
+                                  tree, general, quant)
+        if quant is not None:
+            _unpack(hist, quant.pool[slot[0]], features, n_bins_non_missing, missing_bin,
+                    quant.scales, float(n_rows))
         if resume is not None:
             counters[PHASE] = OPEN_ROOT
             counters[N_FREE] = n_free
@@ -374,6 +474,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             nodes.sum_h[0] = h0 + hist[f0, missing_bin, 1]
             # counts are whole numbers, exact in float64
             nodes.count[0] = np.int64(c0 + hist[f0, missing_bin, 2])
+            if quant is not None:  # estimated in the histogram; the rows are known
+                nodes.count[0] = stop[0] - start[0]
         _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
                   bynode, constraints)
         if nodes.candidate[0] == 0 or sparse is not None:
@@ -432,10 +534,10 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             stop[rc] = stop[node]
             sum_g[lc] = nodes.split_gl[node]
             sum_h[lc] = nodes.split_hl[node]
-            count[lc] = nodes.split_cl[node]
+            count[lc] = nodes.split_cl[node] if quant is None else n_left
             sum_g[rc] = sum_g[node] - nodes.split_gl[node]
             sum_h[rc] = sum_h[node] - nodes.split_hl[node]
-            count[rc] = count[node] - nodes.split_cl[node]
+            count[rc] = count[node] - count[lc]
             depth[lc] = depth[node] + 1
             depth[rc] = depth[node] + 1
             if constraints is not None:  # the children's bounds and interaction sets
@@ -476,8 +578,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                 slot[built] = free_slots[n_free]
                 _build_node_histogram(
                     X_binned, sample_indices[start[built]:stop[built]], gradient,
-                    hessian, features, feature_bins, scratch, hist_pool[slot[built]],
-                    tree, general)
+                    hessian, features, feature_bins, scratch, slot[built],
+                    tree, general, quant)
             if resume is not None:  # to be summed across workers before the split search
                 counters[PHASE] = CONSIDER
                 counters[PENDING] = node
@@ -492,8 +594,17 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             # the larger child's histogram is the parent's minus the smaller's
             nodes.slot[large] = nodes.slot[node]
             nodes.slot[node] = -1
-            _subtract_used_bins(hist_pool[nodes.slot[large]], hist_pool[nodes.slot[small]],
-                                features, n_bins_non_missing, missing_bin)
+            if quant is None:
+                _subtract_used_bins(hist_pool[nodes.slot[large]],
+                                    hist_pool[nodes.slot[small]], features,
+                                    n_bins_non_missing, missing_bin)
+            else:  # on the integers, then both children's sums for their split search
+                _subtract_packed(quant.pool[slot[large]], quant.pool[slot[small]], features,
+                                 n_bins_non_missing, missing_bin)
+                for child in range(lc, rc + 1):
+                    _unpack(hist_pool[slot[child]], quant.pool[slot[child]], features,
+                            n_bins_non_missing, missing_bin, quant.scales,
+                            float(count[child]))
         for child in range(lc, rc + 1):  # left, then right
             _consider(child, nodes, features, feature_bins, tree, split, scratch, general,
                       bynode, constraints)
@@ -504,6 +615,9 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         counters[PHASE] = DONE
         counters[N_FREE] = n_free
         return _result(np.int64(-1), state, nodes)
+    if quant is not None:
+        _exact_sums(gradient, hessian, sample_indices, counters[N_NODES], state.left,
+                    state.right, start, stop, count, sum_g, sum_h)
     return _result(counters[N_NODES], state, nodes)
 
 

@@ -10,20 +10,45 @@ every node (28 features took as long as 32: 8.35 vs 8.34 ms on 300,000 rows).
 Every feature's histogram is still summed by one thread in row order, so the
 sums are identical whatever the number of threads or the grouping. Small nodes
 use the serial kernel, which gives the same sums.
+
+The same kernels build the integer histograms of quantised gradients
+(``use_quantized_grad``): ``hist`` is then int64 (n_features, n_bins), and
+``gradient`` and ``hessian`` both hold each row's packed integer pair
+(``quantize.pack``); a row adds one integer per feature instead of three
+floats (``_add`` is chosen by the histogram's type).
 """
 
-from numba import prange
+from numba import prange, types
+from numba.extending import overload
 
 from ._jit import inline, kernel, parallel_kernel
 
 GROUP = 4  # features per task
 
 
-@kernel
 def _add(h, b, g, hs):
-    h[b, 0] += g
-    h[b, 1] += hs
-    h[b, 2] += 1.0
+    """Add a row to bin ``b``: (g, hs, 1) to a float histogram; the packed g to an integer one."""
+    if h.ndim == 1:
+        h[b] += g
+    else:
+        h[b, 0] += g
+        h[b, 1] += hs
+        h[b, 2] += 1.0
+
+
+@overload(_add)
+def _add_typed(h, b, g, hs):
+    """``_add`` in the kernels: one implementation per histogram type, chosen when typing."""
+    if isinstance(h, types.Array) and h.ndim == 1:
+        def add_packed(h, b, g, hs):
+            h[b] += g
+        return add_packed
+
+    def add_float(h, b, g, hs):
+        h[b, 0] += g
+        h[b, 1] += hs
+        h[b, 2] += 1.0
+    return add_float
 
 
 @inline
@@ -125,6 +150,7 @@ def build_histograms_root(X_binned, gradient, hessian, features, hist, n_threads
     # gradient, hessian: float32 (n_samples,)                 # IN
     # features: int32 (n_used,)                               # IN
     # hist: float64 (n_features, n_bins, 3), zeroed           # OUT
+    # (quantised: gradient, hessian int64, packed; hist int64 (n_features, n_bins))
     # n_threads: numba.get_num_threads(), one share of the features each
     n_used = features.shape[0]
     n_shares = _n_shares(n_used, n_threads)
@@ -143,6 +169,7 @@ def build_histograms(X_binned, sample_indices, gradient, hessian, features,
     # features: int32 (n_used,)                               # IN
     # ordered_gradient, ordered_hessian: float32 (>= n_node,) # scratch
     # hist: float64 (n_features, n_bins, 3), zeroed           # OUT
+    # (quantised: gradient, hessian, ordered_* int64, packed; hist int64 (n_features, n_bins))
     # n_threads: numba.get_num_threads(), one share of the features each
     n_node = sample_indices.shape[0]
     # gather once so that the per-feature loops read gradients contiguously

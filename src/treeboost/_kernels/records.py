@@ -95,3 +95,10 @@ NodeColumns = namedtuple("NodeColumns", ["seed", "k", "mark", "chosen"])
 
 #: a tree grown step by step (grow_tree's ``resume``): its TreeState and Nodes
 Resume = namedtuple("Resume", ["state", "nodes"])
+
+#: quantised gradients (use_quantized_grad; grow_tree's ``quant``, None for float
+#: histograms): packed int64 (n_samples,), each row's quantised (g, h) pair
+#: (quantize.quantize_gradients); ordered int64 (n_samples,) scratch; pool int64
+#: (n_slots, n_features, n_bins), the packed histograms beside Scratch.hist_pool, which
+#: holds their dequantised sums for the split search; scales float64 (2,): s_g, s_h
+QuantizedGradients = namedtuple("QuantizedGradients", ["packed", "ordered", "pool", "scales"])
