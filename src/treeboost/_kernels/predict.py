@@ -77,11 +77,13 @@ def _next_split(splits, n, x):
     The child is picked by arithmetic, not by a branch the CPU would mispredict
     half the time.
     """
+    # fields by subscript, which both Numba's records and NumPy's (JIT disabled) accept
     s = splits[n]
-    v = x[s.feature]
+    v = x[s["feature"]]
     # NaN compares false, so "not v <= t" sends it right; then missing_left takes it back
-    go_right = np.int32(not (v <= s.threshold)) - np.int32(v != v) * s.missing_left
-    return s.left + go_right * (s.right - s.left)
+    go_right = np.int32(not (v <= s["threshold"])) - np.int32(v != v) * s["missing_left"]
+    left = s["left"]
+    return left + go_right * (s["right"] - left)
 
 
 @parallel_kernel
