@@ -218,18 +218,38 @@ class BinMapper:
         sample = None
         if n_samples > self.subsample:
             sample = np.sort(rng.choice(n_samples, self.subsample, replace=False))
+        todo = np.arange(n_features)
         if sp.issparse(X):
+            X = canonical_sparse(X, "csc")
             fit_feature = self._sparse_feature_fitter(X, categorical, sample)
+            # a column without stored values has only zeros: its edges are those of
+            # the value 0 alone, found once (hashed data has a million such columns,
+            # and a call each took longer than the fit)
+            empty = np.diff(X.indptr) == 0
+            todo = np.flatnonzero(~empty)
         else:
             fit_feature = self._dense_feature_fitter(X, categorical, sample)
-        self.bin_edges_ = np.full((n_features, self.max_bins), np.inf, dtype=X_DTYPE)
-        self.n_edges_ = np.zeros(n_features, dtype=np.int32)
-        self.has_missing_ = np.zeros(n_features, dtype=bool)
         # NumPy's sorts release the GIL, so features are binned in parallel
         # threads; each feature's edges do not depend on the others
         with ThreadPoolExecutor(max(1, numba.get_num_threads())) as pool:
-            results = list(pool.map(fit_feature, range(n_features)))
-        for f, (has_missing, edges) in enumerate(results):
+            results = list(pool.map(fit_feature, todo))
+        # as wide as the most edges of any feature, not max_bins: 2**20 columns of a
+        # few values each would otherwise hold 2 GiB of padding
+        width = max([1] + [edges.size for _, edges in results])
+        if todo.size < n_features:
+            empty_results = {cat: fit_feature(int(np.flatnonzero(empty & (categorical == cat))[0]))
+                             for cat in (False, True) if (empty & (categorical == cat)).any()}
+            width = max([width] + [e.size for _, e in empty_results.values()])
+        self.bin_edges_ = np.full((n_features, width), np.inf, dtype=X_DTYPE)
+        self.n_edges_ = np.zeros(n_features, dtype=np.int32)
+        self.has_missing_ = np.zeros(n_features, dtype=bool)
+        if todo.size < n_features:
+            for cat, (has_missing, edges) in empty_results.items():
+                columns = np.flatnonzero(empty & (categorical == cat))
+                self.has_missing_[columns] = has_missing
+                self.bin_edges_[columns, : edges.size] = edges
+                self.n_edges_[columns] = edges.size
+        for f, (has_missing, edges) in zip(todo, results, strict=True):
             self.has_missing_[f] = has_missing
             self.bin_edges_[f, : edges.size] = edges
             self.n_edges_[f] = edges.size
@@ -256,7 +276,6 @@ class BinMapper:
         return fit_feature
 
     def _sparse_feature_fitter(self, X, categorical, sample):
-        X = canonical_sparse(X, "csc")
         n_samples = X.shape[0]
         in_sample = None
         if sample is not None:

@@ -225,7 +225,7 @@ class Booster:
         rows, outside, weight, row_factor = (sample.rows, sample.outside, sample.weight,
                                              sample.amplified)
         shrink, dropped_scale = mode.shrinkage(p, dropped.size)
-        features = columns.tree_features(self.n_features, rngs)
+        features = state.grower.splittable(columns.tree_features(self.n_features, rngs))
         stage = []
         # Newton leaves on dense data: the whole tree, its values and raw-score
         # updates in one kernel call

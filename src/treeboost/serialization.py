@@ -423,7 +423,10 @@ def _bin_mapper(doc, n_features: int, max_bins: int | None) -> BinMapper:
               f"feature ({n_features})")
     bm = BinMapper(max_bins, is_categorical=categorical)
     bm.is_categorical_ = np.array(categorical, dtype=np.uint8)
-    bm.bin_edges_ = np.full((n_features, max_bins), np.inf, dtype=X_DTYPE)
+    # as wide as the longest list, as BinMapper.fit makes it (never more than max_bins:
+    # a longer list fails below)
+    width = max([1] + [min(len(v), max_bins) if isinstance(v, list) else 1 for v in edges])
+    bm.bin_edges_ = np.full((n_features, width), np.inf, dtype=X_DTYPE)
     bm.n_edges_ = np.zeros(n_features, dtype=np.int32)
     for f, values in enumerate(edges):
         arr = number_array(values, f"bin_mapper.edges[{f}]", "float")
