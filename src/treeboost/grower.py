@@ -317,11 +317,12 @@ class TreeGrower:
             self._multi_root = (
                 np.empty((self.n_features, N_BINS, 2 * n_outputs), dtype=SUM_DTYPE),
                 np.empty((self.n_features, N_BINS), dtype=SUM_DTYPE),
-                np.empty((_MULTI_ROOT_BLOCK, 2 * n_outputs), dtype=G_H_DTYPE))
+                np.empty((self._serial_limits[2], _MULTI_ROOT_BLOCK, 2 * n_outputs),
+                         dtype=G_H_DTYPE))
         multi, counts, ordered = self._multi_root
         build_root_histograms_multi(self.X_binned, sample_indices, gradient, hessian,
                                     features, self.n_bins_non_missing, MISSING_BIN, ordered,
-                                    multi, counts)
+                                    multi, counts, self._serial_limits[2])
         return multi, counts
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,

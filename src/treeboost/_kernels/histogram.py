@@ -198,48 +198,61 @@ def build_histograms_serial(X_binned, sample_indices, gradient, hessian, feature
                       ordered_gradient, ordered_hessian, hist)
 
 
-@kernel
+@parallel_kernel
 def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, features,
-                                n_bins_non_missing, missing_bin, ordered, multi, counts):
+                                n_bins_non_missing, missing_bin, ordered, multi, counts,
+                                n_threads):
     """Root histograms of every output of a stage in one pass over the rows.
 
     All outputs' trees of a stage (softmax: one per class) start from the same
     rows, so each row's bin is read once and its n_outputs (g, h) pairs are
-    added as one contiguous vector. Every (output, feature, bin) sum still
-    adds its rows in row order: it equals the single-output kernels' sum.
+    added as one contiguous vector. Each thread takes one contiguous share of
+    the features and gathers the rows' pairs into its own buffer, a block at
+    a time: one parallel region per stage, at the cost of gathering once per
+    thread (2 n_outputs values a row, against 2 n_outputs adds per row and
+    feature of its share). Every (output, feature, bin) sum still adds its
+    rows in row order: it equals the single-output kernels' sum, whatever the
+    number of threads.
     """
     # gradient, hessian: float32 (n_outputs, n_samples)          # IN
-    # ordered: float32 (block, 2 n_outputs), the g and h as given  # scratch
+    # ordered: float32 (>= shares, block, 2 n_outputs), per thread  # scratch
     # multi: float64 (n_features, n_bins, 2 n_outputs), g0 h0 g1 h1 ..., used bins  # OUT
     # counts: float64 (n_features, n_bins), used bins            # OUT
+    # n_threads: numba.get_num_threads(), at most ordered.shape[0]
     n_outputs = gradient.shape[0]
     width = 2 * n_outputs
-    for kf in range(features.shape[0]):
-        f = features[kf]
-        nb = n_bins_non_missing[f]
-        multi[f, :nb] = 0.0
-        multi[f, missing_bin] = 0.0
-        counts[f, :nb] = 0.0
-        counts[f, missing_bin] = 0.0
+    n_used = features.shape[0]
+    n_shares = _n_shares(n_used, n_threads)
     n = sample_indices.shape[0]
-    block = ordered.shape[0]
-    for start in range(0, n, block):
-        stop = min(start + block, n)
-        for i in range(start, stop):
-            j = sample_indices[i]
-            row = ordered[i - start]
-            for k in range(n_outputs):
-                row[2 * k] = gradient[k, j]
-                row[2 * k + 1] = hessian[k, j]
-        for kf in range(features.shape[0]):
+    block = ordered.shape[1]
+    for t in prange(n_shares):
+        k0 = t * n_used // n_shares
+        k1 = (t + 1) * n_used // n_shares
+        buffer = ordered[t]
+        for kf in range(k0, k1):
             f = features[kf]
-            col = X_binned[f]
-            hist = multi[f]
-            count = counts[f]
+            nb = n_bins_non_missing[f]
+            multi[f, :nb] = 0.0
+            multi[f, missing_bin] = 0.0
+            counts[f, :nb] = 0.0
+            counts[f, missing_bin] = 0.0
+        for start in range(0, n, block):
+            stop = min(start + block, n)
             for i in range(start, stop):
-                b = col[sample_indices[i]]
-                dst = hist[b]
-                row = ordered[i - start]
-                for t in range(width):
-                    dst[t] += row[t]
-                count[b] += 1.0
+                j = sample_indices[i]
+                row = buffer[i - start]
+                for k in range(n_outputs):
+                    row[2 * k] = gradient[k, j]
+                    row[2 * k + 1] = hessian[k, j]
+            for kf in range(k0, k1):
+                f = features[kf]
+                col = X_binned[f]
+                hist = multi[f]
+                count = counts[f]
+                for i in range(start, stop):
+                    b = col[sample_indices[i]]
+                    dst = hist[b]
+                    row = buffer[i - start]
+                    for w in range(width):
+                        dst[w] += row[w]
+                    count[b] += 1.0
