@@ -13,6 +13,7 @@ whose hooks the one stage loop calls; it names no mode.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -190,15 +191,19 @@ class Booster:
         if not isinstance(callbacks, CallbackList):
             callbacks = CallbackList(callbacks)
         callbacks.before_training(self)
-        for m in range(len(self.trees), p.n_estimators):
-            self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m), trace)
-            for i, name, y_i, w_i in data:
-                values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
-                                  where=f" on {name} at stage {m + 1}")
-                for metric, value in zip(metrics, values, strict=True):
-                    evals_log[name][metric.name].append(value)
-            if callbacks.after_iteration(m, evals_log):
-                break
+        try:
+            for m in range(len(self.trees), p.n_estimators):
+                self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m),
+                            trace)
+                for i, name, y_i, w_i in data:
+                    values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
+                                      where=f" on {name} at stage {m + 1}")
+                    for metric, value in zip(metrics, values, strict=True):
+                        evals_log[name][metric.name].append(value)
+                if callbacks.after_iteration(m, evals_log):
+                    break
+        finally:
+            state.close()
         mode.end_training(self)
         callbacks.after_training(self)
         return evals_log
@@ -237,11 +242,16 @@ class Booster:
         # K trees on the same rows and features: their roots in one pass
         root = state.grower.root_histograms(state.gradient, state.hessian, rows,
                                             features) if fused else None
+        side_by_side = None
+        if fused and K > 1 and state.grower.n_threads > 1:
+            side_by_side = self._newton_trees_side_by_side(state, rows, features, outside,
+                                                           shrink, root, node_rng, quant_seeds)
         for k in range(K):
             indices = rows.copy()
             if fused:
-                tree = self._newton_tree(state, k, indices, features, outside, shrink,
-                                         root, node_rng, int(quant_seeds[k]))
+                tree = (side_by_side[k] if side_by_side is not None else self._newton_tree(
+                    state, k, indices, features, outside, shrink, root, node_rng,
+                    int(quant_seeds[k])))
                 self._check_tree(state, tree, m, k, 0.0)
                 state.add_to_eval_sets(tree, k)
                 stage.append(tree)
@@ -262,17 +272,52 @@ class Booster:
         mode.end_stage(self, state, dropped, dropped_scale)
         self._packed.clear()
 
+    def _newton_trees_side_by_side(self, state: _TrainingState, rows, features, outside,
+                                   shrink: float, root, node_rng, quant_seeds) -> list[Tree]:
+        """A multi-output stage's trees, grown at the same time, one thread each.
+
+        Small nodes are where the cores wait: their histograms, partitions and
+        split scans are serial, and a multiclass fit is mostly small nodes
+        (100,000 x 20, 5 classes: 1.09x faster on two threads than on one).
+        The K trees of a stage are independent given the gradients, so each
+        thread grows its share of them with a serial twin of the grower
+        (``TreeGrower.serial_twins``), whose sums equal the parallel kernels':
+        the trees are those ``_newton_tree`` grows one after the other. The
+        ``colsample_bynode`` seeds are drawn first, in output order, as it
+        draws them.
+        """
+        K = self.n_outputs
+        seeds = [None] * K
+        if node_rng is not None:
+            seeds = [node_rng.integers(0, 2**63, dtype=np.uint64) for _ in range(K)]
+        n_workers = min(K, state.grower.n_threads)
+        growers = state.grower.serial_twins(n_workers)
+        trees: list = [None] * K
+
+        def work(w):
+            for k in range(w, K, n_workers):
+                trees[k] = self._newton_tree(state, k, rows.copy(), features, outside, shrink,
+                                             root, None, int(quant_seeds[k]), growers[w],
+                                             seeds[k])
+
+        pool = state.tree_pool(n_workers)
+        for done in [pool.submit(work, w) for w in range(n_workers)]:
+            done.result()  # a worker's exception is raised here
+        return trees
+
     def _newton_tree(self, state: _TrainingState, k: int, indices, features, outside,
-                     shrink: float, root, node_rng, quant_seed: int = 0) -> Tree:
+                     shrink: float, root, node_rng, quant_seed: int = 0, grower=None,
+                     bynode_seed=None) -> Tree:
         """Grow output k's tree, set its Newton values and add it to the raw scores.
 
         ``root`` is the stage's shared root histograms (``TreeGrower.root_histograms``)
         or None; ``node_rng`` draws the tree's ``colsample_bynode`` seed and
         ``quant_seed`` is its seed of stochastic rounding (``use_quantized_grad``).
         """
-        grow_args = state.grower.kernel_arguments(state.gradient[k], state.hessian[k],
-                                                  indices, features, outside is None, root, k,
-                                                  node_rng, quant_seed)
+        grower = state.grower if grower is None else grower
+        grow_args = grower.kernel_arguments(state.gradient[k], state.hessian[k], indices,
+                                            features, outside is None, root, k, node_rng,
+                                            quant_seed, bynode_seed)
         mds = self.max_delta_step
         bm = self.bin_mapper
         (n, feature, threshold, bin_threshold, missing_left, is_categorical, cat_bitset, left,
@@ -540,6 +585,23 @@ class _TrainingState:
         bm = booster.bin_mapper
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
                                  booster.params.grower)
+        self._tree_pool = None
+
+    def tree_pool(self, n_workers: int) -> ThreadPoolExecutor:
+        """Threads that grow a stage's trees side by side, made once per fit.
+
+        The kernels release the GIL. The threads end with the fit (``close``), or
+        when the pool is collected.
+        """
+        if self._tree_pool is None:
+            self._tree_pool = ThreadPoolExecutor(n_workers, thread_name_prefix="treeboost")
+        return self._tree_pool
+
+    def close(self) -> None:
+        """End the tree threads, if any were started."""
+        if self._tree_pool is not None:
+            self._tree_pool.shutdown()
+            self._tree_pool = None
 
     def gradients(self, loss: Loss, raw: np.ndarray):
         """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context."""

@@ -214,6 +214,7 @@ class TreeGrower:
         self._multi_root = None
         # the grower lives inside one fit, whose thread count does not change
         self._serial_limits = _serial_limits()
+        self._serial_twins: list[TreeGrower] = []  # serial_twins
         self._categorical = bool(self.is_categorical.any())
         self.sparse = isinstance(X_binned, SparseBinned)
         self._sparse = None
@@ -244,6 +245,27 @@ class TreeGrower:
             self._bynode = NodeColumns(np.zeros(1, dtype=np.uint64), np.ones(1, dtype=np.int64),
                                        np.zeros(self.n_features, dtype=np.uint8),
                                        np.empty(self.n_features, dtype=NODE_DTYPE))
+
+    @property
+    def n_threads(self) -> int:
+        """The fit's thread count (read once, when the grower was made)."""
+        return self._serial_limits[2]
+
+    def serial_twins(self, n: int) -> list[TreeGrower]:
+        """``n`` growers of the same data and parameters that never start a parallel region.
+
+        For trees grown side by side, one per thread (``Booster`` grows a
+        multi-output stage's trees so): each has its own buffers, and its serial
+        kernels add the same values in the same order as the parallel ones, so
+        every tree is the one this grower would grow.
+        """
+        while len(self._serial_twins) < n:
+            twin = TreeGrower(self.X_binned, self.n_bins_non_missing, self.is_categorical,
+                              self.params)
+            twin._serial_limits = (_ALWAYS_SERIAL, _ALWAYS_SERIAL, 1)
+            twin._splittable = self._splittable
+            self._serial_twins.append(twin)
+        return self._serial_twins[:n]
 
     def splittable(self, features: np.ndarray) -> np.ndarray:
         """``features`` less those that cannot split (``splittable_features``).
@@ -326,13 +348,15 @@ class TreeGrower:
         return multi, counts
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
-                         all_rows, root=None, output=-1, rng=None, quant_seed=0) -> tuple:
+                         all_rows, root=None, output=-1, rng=None, quant_seed=0,
+                         bynode_seed=None) -> tuple:
         """The arguments of ``_kernels.grower.grow_tree`` for one tree, but ``resume``.
 
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
         this tree's index in it; by default the tree builds its own root histogram.
-        ``rng`` draws the tree's seed of ``colsample_bynode``; ``quant_seed`` (an int
-        in [0, 2**64)) is the tree's seed of stochastic rounding (``use_quantized_grad``).
+        ``rng`` draws the tree's seed of ``colsample_bynode`` (``bynode_seed``: drawn
+        already); ``quant_seed`` (an int in [0, 2**64)) is the tree's seed of
+        stochastic rounding (``use_quantized_grad``).
         """
         if self._tree is None:  # the records are built once per grower, i.e. per fit
             self._build_records()
@@ -344,7 +368,8 @@ class TreeGrower:
             sparse.root_sums[0] = g.sum(dtype=SUM_DTYPE)
             sparse.root_sums[1] = h.sum(dtype=SUM_DTYPE)
         if self._bynode is not None:
-            self._bynode.seed[0] = rng.integers(0, 2**63, dtype=np.uint64)
+            self._bynode.seed[0] = (rng.integers(0, 2**63, dtype=np.uint64)
+                                    if bynode_seed is None else bynode_seed)
             self._bynode.k[0] = max(1, int(round(self.params.colsample_bynode
                                                  * features.size)))
         if self._quant is not None:
