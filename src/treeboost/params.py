@@ -164,7 +164,8 @@ PARAMS = [
           low=0.0, high=1.0, closed="right", part="booster"),
     Param("colsample_bytree", "float", 1.0, "Fraction of features drawn per tree.",
           low=0.0, high=1.0, closed="right", part="booster"),
-    Param("colsample_bynode", "float", 1.0, "Fraction of a tree's features drawn per node.",
+    Param("colsample_bynode", "float", 1.0, "Fraction of a tree's features drawn per node "
+          "(of those that can split: one occupied bin cannot, as in LightGBM).",
           low=0.0, high=1.0, closed="right", part="grower"),
     Param("categorical_features", "custom", "from_dtype", "Categorical features: "
           "'from_dtype' (pandas category columns), None, indices, names or a boolean mask.",
