@@ -32,7 +32,10 @@ def expected_value(tree: Tree) -> float:
                 else (0.5, 0.5)
             frac[lo], frac[hi] = frac[node] * share[0], frac[node] * share[1]
     leaves = tree.left < 0
-    return float(np.dot(frac[leaves], tree.value[leaves]))
+    # summed in node order by Python, not by np.dot: the BLAS picks its dot kernel by CPU
+    # and the kernels add in different orders, so the bias changed in the last bits
+    # from one machine to another
+    return float(sum((frac[leaves] * tree.value[leaves]).tolist()))
 
 
 def shap_values(booster, X: np.ndarray) -> np.ndarray:
