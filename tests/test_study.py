@@ -124,6 +124,35 @@ def test_study_scores_equal_estimator_scores(tmp_path):
         assert stored["reg", config_key(config), 0] == pytest.approx(rmse, rel=1e-12)
 
 
+def test_a_fold_is_binned_once_for_all_its_configurations(tmp_path, monkeypatch):
+    """A worker bins a (dataset, fold) once per max_bins and fits every configuration
+    of that fold on the same Dataset (issue 12); another fold is binned anew."""
+    from treeboost.binning import BinMapper
+    from treeboost.study import fitting
+    from treeboost.study.data import DatasetSpec
+
+    spec = DatasetSpec("synth", str(write_arff(tmp_path / "synth.arff", n=150)))
+    calls = {"fit": 0, "transform": 0}
+    for name in calls:
+        original = getattr(BinMapper, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+        monkeypatch.setattr(BinMapper, name, counted)
+    monkeypatch.setattr(fitting, "_folds", type(fitting._folds)())
+    configs = [dict(learning_rate=lr, max_leaf_nodes=leaves, subsample=sub)
+               for lr, leaves, sub in [(0.1, 2, 1.0), (0.3, 5, 0.7), (0.1, 5, 0.7),
+                                       (0.3, 2, 1.0)]]
+    for config in configs:
+        fitting.run_fit(fitting.FitTask(spec, 2, 0, 4, False, config, (5,)))
+    assert calls == {"fit": 1, "transform": 1}
+    fitting.run_fit(fitting.FitTask(spec, 2, 0, 4, False, dict(configs[0], max_bins=15), (5,)))
+    assert calls == {"fit": 2, "transform": 2}  # other bins: binned again, once
+    fitting.run_fit(fitting.FitTask(spec, 2, 1, 4, False, configs[0], (5,)))
+    assert calls == {"fit": 3, "transform": 3}  # the other fold's rows
+
+
 # ---- kill and resume ------------------------------------------------------------------------
 KILL_GRID = ["learning_rate=0.1,0.05", "max_leaf_nodes=3,6", "n_estimators=150,300",
              "subsample=0.7,1.0"]
