@@ -14,6 +14,10 @@ test AUC (binary), RMSE (regression) or accuracy (multiclass).
 
     python benchmarks/bench_quantized.py [--rows 1000000] [--features 28]
         [--task binary] [--iters 500] [--threads 2] [--rounds 2]
+
+With ``--shared DIR`` it compares treeboost with and without quantised gradients on
+the datasets of ``DIR`` (``../shared/datasets``) with at least ``--min-rows`` rows
+instead: ``--iters`` trees, three 75/25 splits, test accuracy or RMSE.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ def _args():
     parser.add_argument("--bins", type=int, default=4, help="num_grad_quant_bins")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", default="tb,tb_quant,lgb,lgb_quant")
+    parser.add_argument("--shared", default=None, help="a datasets folder with MANIFEST.tsv")
+    parser.add_argument("--min-rows", type=int, default=3000)
     parser.add_argument("--kernels", action="store_true",
                         help="only time the histogram kernels, float vs packed integer")
     return parser.parse_args()
@@ -93,6 +99,48 @@ def _kernels(a):
         print(f"{name:26s} {1e3 * best:8.2f} ms  "
               f"{1e9 * best * a.threads / (n_rows[name] * a.features):.2f} ns per row x feature "
               "x thread")
+
+
+def _shared(a):
+    """Accuracy (classification) or RMSE (regression) with and without quantisation."""
+    import csv
+
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from treeboost import TreeBoostClassifier, TreeBoostRegressor
+    from treeboost.datasets import load
+
+    folder = Path(a.shared)
+    with open(folder / "MANIFEST.tsv", newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f, delimiter="\t") if int(r["n_rows"]) >= a.min_rows]
+    print(f"{'dataset':20s} {'rows':>6s}  metric     float   quantised  change")
+    changes = {"classification": [], "regression": []}
+    for r in rows:
+        X, y = load(folder / r["file"], target=r["target"])
+        y = np.asarray(y)
+        regression = r["task"] == "regression"
+        scores = {False: [], True: []}
+        for seed in range(3):
+            stratify = None if regression else y
+            tr, te = train_test_split(np.arange(len(y)), test_size=0.25, random_state=seed,
+                                      stratify=stratify)
+            for quant in (False, True):
+                cls = TreeBoostRegressor if regression else TreeBoostClassifier
+                model = cls(n_estimators=a.iters, use_quantized_grad=quant,
+                            num_grad_quant_bins=a.bins, n_jobs=a.threads, random_state=seed)
+                model.fit(X.iloc[tr], y[tr])
+                pred = model.predict(X.iloc[te])
+                scores[quant].append(float(np.sqrt(np.mean((pred - y[te]) ** 2)))
+                                     if regression else float(np.mean(pred == y[te])))
+        f, q = np.mean(scores[False]), np.mean(scores[True])
+        kind = "regression" if regression else "classification"
+        changes[kind].append(q / f - 1)
+        print(f"{r['name']:20s} {len(y):6d}  {'RMSE' if regression else 'accuracy':8s} "
+              f"{f:8.4f}  {q:8.4f}  {100 * (q / f - 1):+6.2f}%", flush=True)
+    for kind, c in changes.items():
+        if c:
+            print(f"mean change, {kind}: {100 * np.mean(c):+.2f}% ({len(c)} datasets)")
 
 
 def _data(a):
@@ -149,6 +197,9 @@ def main():
         os.environ[var] = str(a.threads)
     if a.kernels:
         _kernels(a)
+        return
+    if a.shared:
+        _shared(a)
         return
     X_tr, y_tr, X_te, y_te = _data(a)
     factories = _models(a)

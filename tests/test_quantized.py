@@ -184,13 +184,42 @@ def test_out_of_scope_combinations_are_refused():
                                                           np.repeat(y, 12))
 
 
-def test_off_by_default_and_its_companions_change_nothing_when_off():
-    X, y = _data()
-    base = TreeBoostRegressor(n_estimators=20, random_state=0).fit(X, y)
-    assert base.get_params()["use_quantized_grad"] is False
-    other = TreeBoostRegressor(n_estimators=20, random_state=0, num_grad_quant_bins=7,
-                               stochastic_rounding=False).fit(X, y)
-    np.testing.assert_array_equal(base.predict(X), other.predict(X))
+def test_auto_quantises_large_log_loss_fits_only(monkeypatch):
+    """use_quantized_grad="auto" (the default) is True for the log loss on dense data of at
+    least QUANTIZE_MIN_ROWS rows and False otherwise (regression, small or sparse data);
+    when it is off, its companions change nothing."""
+    import treeboost.grower
+
+    assert TreeBoostRegressor().get_params()["use_quantized_grad"] == "auto"
+    monkeypatch.setattr(treeboost.grower, "QUANTIZE_MIN_ROWS", 500)
+    X, y = _data(600)
+    labels = (y > np.median(y)).astype(int)
+    classes = np.digitize(y, np.quantile(y, [0.33, 0.67]))
+
+    def same(model, **params):
+        a = model(n_estimators=8, random_state=0).fit(X, labels if model is
+                                                      TreeBoostClassifier else y)
+        b = model(n_estimators=8, random_state=0, **params).fit(
+            X, labels if model is TreeBoostClassifier else y)
+        return np.array_equal(a.booster_.predict_raw(X), b.booster_.predict_raw(X))
+
+    assert same(TreeBoostClassifier, use_quantized_grad=True)
+    assert not same(TreeBoostClassifier, use_quantized_grad=False)
+    auto = TreeBoostClassifier(n_estimators=8, random_state=0).fit(X, classes)
+    on = TreeBoostClassifier(n_estimators=8, random_state=0, use_quantized_grad=True).fit(
+        X, classes)
+    np.testing.assert_array_equal(auto.predict_proba(X), on.predict_proba(X))
+    # regression: off, and the companions of an unused quantisation change nothing
+    assert same(TreeBoostRegressor, use_quantized_grad=False, num_grad_quant_bins=7,
+                stochastic_rounding=False)
+    monkeypatch.setattr(treeboost.grower, "QUANTIZE_MIN_ROWS", 601)  # one row short
+    assert same(TreeBoostClassifier, use_quantized_grad=False)
+    monkeypatch.setattr(treeboost.grower, "QUANTIZE_MIN_ROWS", 500)
+    Xs = sp.csr_matrix(np.nan_to_num(X))  # sparse: off, not refused
+    a = TreeBoostClassifier(n_estimators=8, random_state=0).fit(Xs, labels)
+    b = TreeBoostClassifier(n_estimators=8, random_state=0, use_quantized_grad=False).fit(
+        Xs, labels)
+    np.testing.assert_array_equal(a.predict_proba(Xs), b.predict_proba(Xs))
 
 
 # ---- models --------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from .binning import BinMapper, SparseBinned, canonical_sparse
 from .callbacks import CallbackList
 from .constraints import clip_line_search_values, monotone_array
 from .exceptions import DivergenceError
-from .grower import GrowerParams, GrownTree, TreeGrower
+from .grower import GrowerParams, GrownTree, TreeGrower, quantize_by_default
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
 from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
@@ -583,8 +583,10 @@ class _TrainingState:
         self.gradient = np.empty((K, n), dtype=G_H_DTYPE)
         self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
         bm = booster.bin_mapper
+        grower_params = quantize_by_default(booster.params.grower, booster.loss.name, n,
+                                            isinstance(X_binned, SparseBinned))
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
-                                 booster.params.grower)
+                                 grower_params)
         self._tree_pool = None
 
     def tree_pool(self, n_workers: int) -> ThreadPoolExecutor:
