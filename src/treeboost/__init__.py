@@ -1,5 +1,6 @@
 """treeboost: fast histogram gradient tree boosting in Python and Numba."""
 
+import gc
 import os
 
 # GNU OpenMP's threads spin for some 300,000 rounds after each parallel region
@@ -14,16 +15,26 @@ if "OMP_WAIT_POLICY" not in os.environ:
 # scikit-learn entered through sklearn.base imports ~0.1 s faster (1.25 vs 1.37 s for
 # `import treeboost`, measured) than through sklearn.utils.validation, which
 # _estimator_io would otherwise import first
-import sklearn.base  # noqa: F401
+# The imports below (scikit-learn, SciPy, pandas, Numba) create some million objects, and
+# the cyclic garbage collector walked them over and over as they piled up: about 0.2 s of
+# a 1.35 s `import treeboost`, measured. Collection is paused meanwhile, then restored.
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    import sklearn.base  # noqa: F401
 
-from ._estimator_io import load_model
-from ._version import __version__
-from .adaboost import AdaBoostClassifier
-from .dataset import Dataset
-from .generic import GradientBoostingWithLearner
-from .losses import Formula, available_losses, get_loss, register_loss, unregister_loss
-from .sklearn import TreeBoostClassifier, TreeBoostRegressor
-from .training import train
+    from ._estimator_io import load_model
+    from ._version import __version__
+    from .adaboost import AdaBoostClassifier
+    from .dataset import Dataset
+    from .generic import GradientBoostingWithLearner
+    from .losses import Formula, available_losses, get_loss, register_loss, unregister_loss
+    from .sklearn import TreeBoostClassifier, TreeBoostRegressor
+    from .training import train
+finally:
+    if _collecting:
+        gc.enable()
+del _collecting
 
 __all__ = ["AdaBoostClassifier", "Dataset", "Formula", "GradientBoostingWithLearner",
            "TreeBoostClassifier", "TreeBoostRegressor", "available_losses", "get_loss",
