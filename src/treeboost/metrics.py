@@ -206,6 +206,130 @@ def _auc(y, raw, w, loss):
     return roc_auc_score(y, raw[0], sample_weight=w)
 
 
+# ---- ranking: NDCG@k and MAP@k over query groups (issue 14) -------------------------------
+def default_label_gain(max_label: int = 30) -> np.ndarray:
+    """Gains 2**l - 1 of the relevance labels l = 0 .. max_label (LightGBM's default).
+
+    Parameters
+    ----------
+    max_label : int, default=30
+        Largest relevance label.
+
+    Returns
+    -------
+    ndarray of shape (max_label + 1,)
+    """
+    return np.exp2(np.arange(max_label + 1, dtype=np.float64)) - 1.0
+
+
+def _ranked(y_true, y_score, group_offsets):
+    """Checked inputs, each row's query, and the rows of each query by descending score.
+
+    The sort is stable: documents of equal score keep their order in the data, as in
+    LightGBM's metrics.
+    """
+    y = np.asarray(y_true, dtype=np.float64).ravel()
+    score = np.asarray(y_score, dtype=np.float64).ravel()
+    offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
+    if score.shape != y.shape:
+        raise ValueError(f"y_score has {score.size} values, y_true {y.size}")
+    if offsets.size < 2 or offsets[0] != 0 or offsets[-1] != y.size or \
+            np.any(np.diff(offsets) <= 0):
+        raise ValueError("group_offsets must rise from 0 to the number of rows, one query a "
+                         "step with at least one row")
+    if not np.all(np.isfinite(score)):
+        raise ValueError("y_score holds NaN or infinite values")
+    sizes = np.diff(offsets)
+    query = np.repeat(np.arange(sizes.size), sizes)
+    rank = np.arange(y.size) - np.repeat(offsets[:-1], sizes)  # position in its query
+    by_score = np.lexsort((-score, query))
+    return y, query, rank, by_score, sizes.size
+
+
+def _gains(y, label_gain):
+    if np.any(y < 0) or np.any(y != np.floor(y)):
+        raise ValueError("ranking labels must be whole numbers >= 0")
+    gain = default_label_gain(max(int(y.max(initial=0)), 0)) if label_gain is None \
+        else np.asarray(label_gain, dtype=np.float64)
+    if y.size and int(y.max()) >= gain.size:
+        raise ValueError(f"label {int(y.max())} has no entry in label_gain (of {gain.size})")
+    return gain[y.astype(np.int64)]
+
+
+def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None) -> float:
+    """Mean NDCG@k over queries, LightGBM's definition.
+
+    DCG@k of a query sums ``label_gain[l] / log2(2 + r)`` over its documents of rank
+    ``r < k`` by descending score (ties keep the data's order); NDCG@k divides it by the
+    DCG@k of the ideal order. A query whose documents all have gain 0 scores 1.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Relevance labels, whole numbers >= 0.
+    y_score : array-like of shape (n_samples,)
+        Predicted scores.
+    group_offsets : array-like of int
+        Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
+    k : int
+        Cut-off, at least 1 (a query shorter than k counts all its documents).
+    label_gain : array-like, default=None
+        Gain of each label; None gives ``2**l - 1``.
+
+    Returns
+    -------
+    float
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k={k!r} must be an int >= 1")
+    y, query, rank, by_score, n_queries = _ranked(y_true, y_score, group_offsets)
+    gain = _gains(y, label_gain)
+    discount = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
+    dcg = np.bincount(query, weights=gain[by_score] * discount, minlength=n_queries)
+    ideal = np.lexsort((-gain, query))
+    idcg = np.bincount(query, weights=gain[ideal] * discount, minlength=n_queries)
+    per_query = np.divide(dcg, idcg, out=np.ones(n_queries), where=idcg > 0)
+    return float(np.mean(per_query))
+
+
+def map_at_k(y_true, y_score, group_offsets, k: int) -> float:
+    """Mean average precision at k over queries, LightGBM's definition.
+
+    A document is relevant when its label is above 0. AP@k of a query sums the
+    precision at each relevant document of rank ``r < k`` (by descending score, ties in
+    the data's order) and divides by ``min(k, number of relevant documents)``; a query
+    without relevant documents scores 1.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Relevance labels.
+    y_score : array-like of shape (n_samples,)
+        Predicted scores.
+    group_offsets : array-like of int
+        Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
+    k : int
+        Cut-off, at least 1.
+
+    Returns
+    -------
+    float
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k={k!r} must be an int >= 1")
+    y, query, rank, by_score, n_queries = _ranked(y_true, y_score, group_offsets)
+    relevant = (y[by_score] > 0).astype(np.float64)
+    hits = np.cumsum(relevant)
+    starts = np.flatnonzero(rank == 0)
+    hits -= np.repeat(hits[starts] - relevant[starts], np.diff(np.append(starts, y.size)))
+    precision = np.where((rank < k) & (relevant > 0), hits / (rank + 1.0), 0.0)
+    total = np.bincount(query, weights=precision, minlength=n_queries)
+    n_relevant = np.bincount(query, weights=relevant, minlength=n_queries)
+    per_query = np.divide(total, np.minimum(n_relevant, k), out=np.ones(n_queries),
+                          where=n_relevant > 0)
+    return float(np.mean(per_query))
+
+
 METRICS = {
     "rmse": _BuiltinMetric("rmse", _rmse, higher_is_better=False),
     "mae": _BuiltinMetric("mae", _mae, higher_is_better=False),
