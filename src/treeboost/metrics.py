@@ -222,8 +222,11 @@ def default_label_gain(max_label: int = 30) -> np.ndarray:
     return np.exp2(np.arange(max_label + 1, dtype=np.float64)) - 1.0
 
 
-def _ranked(y_true, y_score, group_offsets):
-    """Checked inputs, each row's query, and the rows of each query by descending score.
+def ranked(y_true, y_score, group_offsets):
+    """Checked inputs as (y, query, rank, by_score, n_queries).
+
+    ``query`` and ``rank`` give each row's query and position in it; ``by_score`` the
+    rows of each query by descending score, in the query's span.
 
     The sort is stable: documents of equal score keep their order in the data, as in
     LightGBM's metrics.
@@ -246,7 +249,8 @@ def _ranked(y_true, y_score, group_offsets):
     return y, query, rank, by_score, sizes.size
 
 
-def _gains(y, label_gain):
+def label_gains(y, label_gain) -> np.ndarray:
+    """Each row's gain: ``label_gain[y]`` (default ``2**y - 1``), labels checked."""
     if np.any(y < 0) or np.any(y != np.floor(y)):
         raise ValueError("ranking labels must be whole numbers >= 0")
     gain = default_label_gain(max(int(y.max(initial=0)), 0)) if label_gain is None \
@@ -254,6 +258,28 @@ def _gains(y, label_gain):
     if y.size and int(y.max()) >= gain.size:
         raise ValueError(f"label {int(y.max())} has no entry in label_gain (of {gain.size})")
     return gain[y.astype(np.int64)]
+
+
+def ideal_dcg(gain, query, rank, n_queries: int, k: int) -> np.ndarray:
+    """Each query's DCG@k with its documents in the best order (by descending gain).
+
+    Parameters
+    ----------
+    gain : ndarray of shape (n_samples,)
+        Each row's gain.
+    query, rank : ndarray of int of shape (n_samples,)
+        Each row's query (ascending, queries contiguous) and position in it.
+    n_queries : int
+    k : int
+        Cut-off.
+
+    Returns
+    -------
+    ndarray of shape (n_queries,)
+    """
+    discount = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
+    ideal = np.lexsort((-gain, query))
+    return np.bincount(query, weights=gain[ideal] * discount, minlength=n_queries)
 
 
 def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None) -> float:
@@ -282,12 +308,11 @@ def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None) -> float:
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k={k!r} must be an int >= 1")
-    y, query, rank, by_score, n_queries = _ranked(y_true, y_score, group_offsets)
-    gain = _gains(y, label_gain)
+    y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets)
+    gain = label_gains(y, label_gain)
     discount = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
     dcg = np.bincount(query, weights=gain[by_score] * discount, minlength=n_queries)
-    ideal = np.lexsort((-gain, query))
-    idcg = np.bincount(query, weights=gain[ideal] * discount, minlength=n_queries)
+    idcg = ideal_dcg(gain, query, rank, n_queries, k)
     per_query = np.divide(dcg, idcg, out=np.ones(n_queries), where=idcg > 0)
     return float(np.mean(per_query))
 
@@ -317,7 +342,7 @@ def map_at_k(y_true, y_score, group_offsets, k: int) -> float:
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k={k!r} must be an int >= 1")
-    y, query, rank, by_score, n_queries = _ranked(y_true, y_score, group_offsets)
+    y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets)
     relevant = (y[by_score] > 0).astype(np.float64)
     hits = np.cumsum(relevant)
     starts = np.flatnonzero(rank == 0)

@@ -1,0 +1,148 @@
+"""LambdaRank gradients and hessians (issue 14) against a brute-force twin over all pairs.
+
+The twin follows the definition, not the kernel's loops: every pair of documents of a
+query with different labels, at least one of them ranked (by descending score, ties in
+the data's order) above the truncation level, adds its lambda to both; with ``norm`` the
+lambdas are divided by 0.01 + |score difference| (unless all scores of the query are
+equal) and the query's sums scaled by log2(1 + S) / S.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from treeboost.losses.ranking import LambdaRankContext
+
+
+def _twin(y, score, offsets, truncation, sigma=1.0, norm=True, label_gain=None):
+    gain_table = (2.0 ** np.arange(32) - 1) if label_gain is None else np.asarray(label_gain)
+    g = np.zeros(y.size)
+    h = np.zeros(y.size)
+    for a, b in zip(offsets[:-1], offsets[1:], strict=True):
+        rows = list(range(a, b))
+        order = sorted(rows, key=lambda r: (-score[r], r))  # stable, descending
+        rank = {r: i for i, r in enumerate(order)}
+        gain = {r: gain_table[int(y[r])] for r in rows}
+        ideal = sorted(gain.values(), reverse=True)
+        max_dcg = sum(v / math.log2(2 + i) for i, v in enumerate(ideal[:truncation]))
+        if max_dcg == 0 or len(rows) < 2:
+            continue
+        all_equal = len({score[r] for r in rows}) == 1
+        total = 0.0
+        for i in rows:
+            for j in rows:
+                if not gain[i] > gain[j] or min(rank[i], rank[j]) >= truncation:
+                    continue
+                delta = score[i] - score[j]
+                gap = abs(1 / math.log2(2 + rank[i]) - 1 / math.log2(2 + rank[j]))
+                d_ndcg = (gain[i] - gain[j]) * gap / max_dcg
+                if norm and not all_equal:
+                    d_ndcg /= 0.01 + abs(delta)
+                p = 1 / (1 + math.exp(sigma * delta))
+                lam = -sigma * d_ndcg * p
+                g[i] += lam
+                g[j] -= lam
+                h[i] += sigma * sigma * d_ndcg * p * (1 - p)
+                h[j] += sigma * sigma * d_ndcg * p * (1 - p)
+                total -= 2 * lam
+        if norm and total > 0:
+            factor = math.log2(1 + total) / total
+            g[a:b] *= factor
+            h[a:b] *= factor
+    return g, h
+
+
+def _queries(seed, sizes, n_labels=4, ties=False):
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    y = rng.integers(0, n_labels, size=offsets[-1]).astype(float)
+    score = rng.normal(size=offsets[-1])
+    if ties:
+        score = np.round(score)  # many equal scores
+    return y, score, offsets
+
+
+CASES = {
+    "mixed sizes": dict(sizes=[1, 2, 5, 12, 30, 7]),
+    "tied labels": dict(sizes=[20, 20], n_labels=2),
+    "tied scores": dict(sizes=[15, 9, 25], ties=True),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("truncation", [1, 3, 30])
+@pytest.mark.parametrize("norm", [True, False])
+def test_equals_the_brute_force_twin(case, truncation, norm):
+    y, score, offsets = _queries(0, **CASES[case])
+    g, h = LambdaRankContext(y, offsets, truncation_level=truncation, sigma=1.3,
+                             norm=norm).grad_hess(score)
+    tg, th = _twin(y, score, offsets, truncation, sigma=1.3, norm=norm)
+    assert g.dtype == np.float32
+    assert h.dtype == np.float32
+    np.testing.assert_allclose(g, tg, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(h, th, rtol=1e-6, atol=1e-7)
+    assert np.any(g != 0)
+    # the pulls of a query balance, and hessians are >= 0
+    for a, b in zip(offsets[:-1], offsets[1:], strict=True):
+        assert abs(float(np.sum(tg[a:b]))) < 1e-9
+    assert np.all(h >= 0)
+
+
+def test_degenerate_queries_have_no_gradient():
+    # one document; all labels equal; all labels 0
+    y = np.array([3, 2, 2, 2, 0, 0, 0], dtype=float)
+    offsets = np.array([0, 1, 4, 7])
+    g, h = LambdaRankContext(y, offsets).grad_hess(np.array([0.5, 1, 2, 3, 1, 2, 3.0]))
+    assert not np.any(g)
+    assert not np.any(h)
+
+
+def test_truncation_shorter_than_the_query_ignores_pairs_below_it():
+    # three documents, truncation 1: only pairs with the top-ranked document count, so the
+    # two lower documents (labels 2 and 1, ranked 2nd and 3rd) do not pull on each other
+    y = np.array([0.0, 2.0, 1.0])
+    score = np.array([3.0, 2.0, 1.0])
+    g1, _ = LambdaRankContext(y, [0, 3], truncation_level=1, norm=False).grad_hess(score)
+    g3, _ = LambdaRankContext(y, [0, 3], truncation_level=3, norm=False).grad_hess(score)
+    tg1, _ = _twin(y, score, np.array([0, 3]), 1, norm=False)
+    np.testing.assert_allclose(g1, tg1, rtol=1e-6)
+    assert g1[1] < 0
+    assert g1[2] < 0
+    assert g1[0] > 0
+    assert g1[2] != g3[2]  # the pair (2nd, 3rd) adds to the 3rd only at truncation 3
+
+
+def test_custom_label_gain_and_order_of_ties():
+    y = np.array([1.0, 0.0, 2.0])
+    score = np.zeros(3)  # all tied: the data's order ranks them
+    gains = [0.0, 5.0, 6.0]
+    g, h = LambdaRankContext(y, [0, 3], label_gain=gains).grad_hess(score)
+    tg, th = _twin(y, score, np.array([0, 3]), 30, label_gain=gains)
+    np.testing.assert_allclose(g, tg, rtol=1e-6)
+    np.testing.assert_allclose(h, th, rtol=1e-6)
+
+
+def test_same_gradients_for_one_and_two_threads():
+    import numba
+
+    y, score, offsets = _queries(5, sizes=list(range(1, 60)))
+    ctx = LambdaRankContext(y, offsets)
+    with_two = ctx.grad_hess(score)
+    numba.set_num_threads(1)
+    try:
+        with_one = ctx.grad_hess(score)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    np.testing.assert_array_equal(with_one[0], with_two[0])
+    np.testing.assert_array_equal(with_one[1], with_two[1])
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(truncation_level=0), "lambdarank_truncation_level"),
+    (dict(sigma=0.0), "sigmoid"),
+    (dict(label_gain=[0.0, 1.0]), "label_gain"),
+])
+def test_bad_parameters_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LambdaRankContext(np.array([0.0, 2.0]), [0, 2], **kwargs)
