@@ -22,7 +22,7 @@ import numpy as np
 
 from ._dtypes import MAX_BINS
 from .constraints import MONOTONE_METHODS, check_interaction, check_monotone
-from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
+from .losses import CLASSIFICATION_LOSSES, RANKING_LOSSES, REGRESSION_LOSSES
 from .metrics import METRICS, check_eval_metric
 from .modes import BOOSTING_MODES, mode_named
 
@@ -36,7 +36,8 @@ class Param:
 
     ``low``/``high`` bound numbers (``closed`` says which ends are allowed:
     "both", "left", "right" or "neither"); ``choices`` lists allowed strings;
-    ``none_ok`` allows None; ``scope`` is "all", "regressor" or "classifier".
+    ``none_ok`` allows None; ``scope`` is "all", "regressor", "classifier" or "ranker"
+    (``train`` with a ranking loss; the ranker estimator is to come).
 
     ``positional`` puts the parameter before the ``*`` of the estimators'
     signatures (``loss`` only; scikit-learn wants keyword-only parameters
@@ -126,6 +127,8 @@ PARAMS = [
     Param("loss", "str", "squared_error", "Loss to minimise (regressor); also a "
           "treeboost.Formula, a Loss or a callable loss(y, f) -> (gradient, hessian).",
           choices=REGRESSION_LOSSES, scope="regressor", positional=True),
+    Param("loss", "str", "lambdarank", "Loss to minimise (ranking, over query groups).",
+          choices=RANKING_LOSSES, scope="ranker", positional=True),
     Param("loss", "str", "log_loss",
           "Loss to minimise: log-loss (binary or softmax), or exponential (AdaBoost, binary); "
           "for binary targets also a treeboost.Formula, a Loss or a callable "
@@ -154,6 +157,9 @@ PARAMS = [
           "1.0 for gamma and tweedie and 5.0 for poisson (log link: their Newton steps are "
           "otherwise unbounded), no cap for the other losses.", low=0.0, closed="neither",
           none_ok=True, scope="regressor", part="booster"),
+    Param("max_delta_step", "float", None, "Cap on |leaf value| before shrinkage; None: "
+          "no cap (as LightGBM's lambdarank).", low=0.0, closed="neither", none_ok=True,
+          scope="ranker", part="booster"),
     Param("max_delta_step", "float", 10.0, "Cap on |leaf value| (log-odds) before "
           "shrinkage: a Newton step on near-zero hessians (a very rare class) is otherwise "
           "huge; None: no cap.", low=0.0, closed="neither", none_ok=True, scope="classifier",
@@ -309,7 +315,8 @@ def _check_user_loss(value) -> None:
 
 
 def params_for(scope: str) -> dict[str, Param]:
-    """The parameters of an estimator, by name (``scope`` "regressor" or "classifier")."""
+    """The parameters of an estimator, by name (``scope`` "regressor", "classifier" or
+    "ranker")."""
     return {p.name: p for p in PARAMS if p.scope in ("all", scope)}
 
 

@@ -20,7 +20,7 @@ from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
 from .dataset import Dataset
 from .grower import GrowerParams
-from .losses import get_loss, loss_tasks
+from .losses import RANKING_LOSSES, get_loss, loss_tasks
 from .losses.base import Loss
 from .metrics import get_metrics
 from .sampling import make_streams
@@ -152,7 +152,8 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     if loss.needs_group and train_set.group_offsets is None:
         raise ValueError(f"loss '{loss.name}' needs query groups: build train_set with "
                          "group= or qid=")
-    scope = "classifier" if loss.is_classification else "regressor"
+    scope = ("classifier" if loss.is_classification
+             else "ranker" if loss.name in RANKING_LOSSES else "regressor")
     table = _params.params_for(scope)
     unknown = sorted(set(params) - set(table) - {"n_classes"})
     if unknown:

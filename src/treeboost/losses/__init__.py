@@ -22,6 +22,7 @@ from .base import (
 )
 from .classification import BinaryLogLoss, ExponentialLoss, SoftmaxLogLoss
 from .formula import Formula
+from .ranking import LambdaRank
 from .regression import AbsoluteError, Gamma, Huber, Poisson, Quantile, SquaredError, Tweedie
 
 #: the tasks a loss may be registered for
@@ -216,6 +217,7 @@ class LossNames(Sequence):
 
 REGRESSION_LOSSES = LossNames("regression")
 CLASSIFICATION_LOSSES = LossNames("classification")
+RANKING_LOSSES = LossNames("ranking")
 
 
 def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
@@ -276,10 +278,11 @@ for _cls, _params in ((SquaredError, ()), (AbsoluteError, ()), (Huber, ("alpha",
 _register("log_loss", _log_loss, task="classification", params=("multiclass_step",),
           builtin=True)
 _register("exponential", ExponentialLoss, task="classification", builtin=True)
+_register("lambdarank", LambdaRank, task="ranking", builtin=True)
 del _cls, _params
 
 __all__ = ["Loss", "LEAF_LINE_SEARCHES", "TASKS", "available_losses", "get_loss",
            "register_loss", "unregister_loss", "loss_tasks", "newton_leaf_value",
-           "weighted_quantile", "REGRESSION_LOSSES", "CLASSIFICATION_LOSSES",
+           "weighted_quantile", "REGRESSION_LOSSES", "CLASSIFICATION_LOSSES", "RANKING_LOSSES",
            "SquaredError", "AbsoluteError", "Huber", "Quantile", "Poisson", "Gamma", "Tweedie",
            "BinaryLogLoss", "ExponentialLoss", "SoftmaxLogLoss", "Formula"]

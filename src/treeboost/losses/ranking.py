@@ -14,6 +14,7 @@ import numpy as np
 from .._dtypes import G_H_DTYPE
 from .._kernels.ranking import grad_hess_lambdarank
 from ..metrics import ideal_dcg, label_gains, ranked
+from .base import Loss
 
 
 class LambdaRankContext:
@@ -85,3 +86,45 @@ class LambdaRankContext:
                              self.truncation_level, self.sigma, self.norm, self._lambdas,
                              self._weights, gradient, hessian)
         return gradient, hessian
+
+
+class LambdaRank(Loss):
+    """LambdaRank (LightGBM's ``lambdarank`` objective) over the Dataset's query groups.
+
+    Relevance labels are whole numbers >= 0 with gains ``2**l - 1``; pairs count down to
+    rank 30 (``LambdaRankContext``'s defaults). Raw scores rank the documents of a query;
+    F0 is 0, since a constant does not change a ranking.
+    """
+
+    name = "lambdarank"
+    needs_group = True
+
+    def __init__(self):
+        self._context = None
+        self._context_key = None
+
+    def validate_target(self, y):
+        """Relevance labels: whole numbers >= 0 (``ValueError`` otherwise)."""
+        label_gains(np.asarray(y, dtype=np.float64), None)
+
+    def init_score(self, y, sample_weight):
+        """F0 = 0."""
+        return np.zeros(1)
+
+    def pointwise(self, y, raw):
+        """Not defined: a ranking loss is a sum over pairs of a query, not over rows."""
+        raise NotImplementedError("lambdarank has no per-row loss: evaluate it with "
+                                  "treeboost.metrics.ndcg_at_k")
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None):
+        """LambdaRank's gradients and hessians of the rows (float32)."""
+        if group_offsets is None:
+            raise ValueError("lambdarank needs query groups: build the Dataset with group= "
+                             "or qid=")
+        if np.any(sample_weight != 1.0):
+            raise ValueError("lambdarank does not take sample_weight yet")
+        key = (id(group_offsets), id(y), y.size)
+        if self._context_key != key:  # the labels' gains and ideal DCGs, once a fit
+            self._context = LambdaRankContext(y, group_offsets)
+            self._context_key = key
+        self._context.grad_hess(raw[0], gradient[0], hessian[0])
