@@ -222,31 +222,39 @@ def default_label_gain(max_label: int = 30) -> np.ndarray:
     return np.exp2(np.arange(max_label + 1, dtype=np.float64)) - 1.0
 
 
-def ranked(y_true, y_score, group_offsets):
-    """Checked inputs as (y, query, rank, by_score, n_queries).
+def query_layout(y_true, group_offsets):
+    """Checked labels and query offsets as (y, query, rank, n_queries).
 
-    ``query`` and ``rank`` give each row's query and position in it; ``by_score`` the
-    rows of each query by descending score, in the query's span.
-
-    The sort is stable: documents of equal score keep their order in the data, as in
-    LightGBM's metrics.
+    ``query`` and ``rank`` give each row's query and position in it.
     """
     y = np.asarray(y_true, dtype=np.float64).ravel()
-    score = np.asarray(y_score, dtype=np.float64).ravel()
     offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
-    if score.shape != y.shape:
-        raise ValueError(f"y_score has {score.size} values, y_true {y.size}")
     if offsets.size < 2 or offsets[0] != 0 or offsets[-1] != y.size or \
             np.any(np.diff(offsets) <= 0):
         raise ValueError("group_offsets must rise from 0 to the number of rows, one query a "
                          "step with at least one row")
-    if not np.all(np.isfinite(score)):
-        raise ValueError("y_score holds NaN or infinite values")
     sizes = np.diff(offsets)
     query = np.repeat(np.arange(sizes.size), sizes)
-    rank = np.arange(y.size) - np.repeat(offsets[:-1], sizes)  # position in its query
-    by_score = np.lexsort((-score, query))
-    return y, query, rank, by_score, sizes.size
+    rank = np.arange(y.size) - np.repeat(offsets[:-1], sizes)
+    return y, query, rank, sizes.size
+
+
+def ranked(y_true, y_score, group_offsets, k):
+    """``query_layout`` of checked inputs, plus ``by_score``: the rows of each query by
+    descending score, in the query's span, as (y, query, rank, by_score, n_queries).
+
+    The sort is stable: documents of equal score keep their order in the data, as in
+    LightGBM's metrics.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k={k!r} must be an int >= 1")
+    score = np.asarray(y_score, dtype=np.float64).ravel()
+    if score.size != np.size(y_true):
+        raise ValueError(f"y_score has {score.size} values, y_true {np.size(y_true)}")
+    y, query, rank, n_queries = query_layout(y_true, group_offsets)
+    if not np.all(np.isfinite(score)):
+        raise ValueError("y_score holds NaN or infinite values")
+    return y, query, rank, np.lexsort((-score, query)), n_queries
 
 
 def label_gains(y, label_gain) -> np.ndarray:
@@ -258,6 +266,12 @@ def label_gains(y, label_gain) -> np.ndarray:
     if y.size and int(y.max()) >= gain.size:
         raise ValueError(f"label {int(y.max())} has no entry in label_gain (of {gain.size})")
     return gain[y.astype(np.int64)]
+
+
+def _dcg(ordered_gain, query, rank, n_queries: int, k: int) -> np.ndarray:
+    """Each query's DCG@k of its gains in the given order (``rank`` positions)."""
+    discount = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
+    return np.bincount(query, weights=ordered_gain * discount, minlength=n_queries)
 
 
 def ideal_dcg(gain, query, rank, n_queries: int, k: int) -> np.ndarray:
@@ -277,9 +291,7 @@ def ideal_dcg(gain, query, rank, n_queries: int, k: int) -> np.ndarray:
     -------
     ndarray of shape (n_queries,)
     """
-    discount = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
-    ideal = np.lexsort((-gain, query))
-    return np.bincount(query, weights=gain[ideal] * discount, minlength=n_queries)
+    return _dcg(gain[np.lexsort((-gain, query))], query, rank, n_queries, k)
 
 
 def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None) -> float:
@@ -306,12 +318,9 @@ def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None) -> float:
     -------
     float
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k={k!r} must be an int >= 1")
-    y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets)
+    y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets, k)
     gain = label_gains(y, label_gain)
-    discount = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
-    dcg = np.bincount(query, weights=gain[by_score] * discount, minlength=n_queries)
+    dcg = _dcg(gain[by_score], query, rank, n_queries, k)
     idcg = ideal_dcg(gain, query, rank, n_queries, k)
     per_query = np.divide(dcg, idcg, out=np.ones(n_queries), where=idcg > 0)
     return float(np.mean(per_query))
@@ -340,9 +349,7 @@ def map_at_k(y_true, y_score, group_offsets, k: int) -> float:
     -------
     float
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k={k!r} must be an int >= 1")
-    y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets)
+    y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets, k)
     relevant = (y[by_score] > 0).astype(np.float64)
     hits = np.cumsum(relevant)
     starts = np.flatnonzero(rank == 0)

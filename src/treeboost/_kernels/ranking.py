@@ -41,16 +41,14 @@ def grad_hess_lambdarank(gain, score, offsets, order, inverse_max_dcg, truncatio
         for i in range(start, stop):
             lambdas[i] = 0.0
             weights[i] = 0.0
-            gradient[i] = 0.0
-            hessian[i] = 0.0
         inv = inverse_max_dcg[q]
-        if stop - start < 2 or inv == 0.0:
-            continue
-        best = score[order[start]]
-        worst = score[order[stop - 1]]
         n = stop - start
         lam_sum = 0.0
-        for a in range(min(n - 1, truncation_level)):
+        # one document or no gain in the query: no pairs, every row stays 0
+        pairs = min(n - 1, truncation_level) if inv != 0.0 else 0
+        best = score[order[start]]
+        worst = score[order[stop - 1]]
+        for a in range(pairs):
             ra = order[start + a]
             for b in range(a + 1, n):
                 rb = order[start + b]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._dtypes import G_H_DTYPE
 from .._kernels.ranking import grad_hess_lambdarank
-from ..metrics import ideal_dcg, label_gains, ranked
+from ..metrics import ideal_dcg, label_gains, query_layout
 from .base import Loss
 
 
@@ -46,9 +46,7 @@ class LambdaRankContext:
         if not (isinstance(sigma, (int, float, np.floating)) and np.isfinite(sigma)
                 and sigma > 0):
             raise ValueError(f"sigmoid={sigma!r} must be a finite number > 0")
-        y = np.asarray(y, dtype=np.float64).ravel()
-        # scores are not known yet: the checks and query layout come from the labels
-        y, query, rank, _, n_queries = ranked(y, np.zeros(y.size), group_offsets)
+        y, query, rank, n_queries = query_layout(y, group_offsets)
         self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
         self.query = query
         self.gain = label_gains(y, label_gain)
@@ -121,10 +119,10 @@ class LambdaRank(Loss):
         if group_offsets is None:
             raise ValueError("lambdarank needs query groups: build the Dataset with group= "
                              "or qid=")
-        if np.any(sample_weight != 1.0):
-            raise ValueError("lambdarank does not take sample_weight yet")
         key = (id(group_offsets), id(y), y.size)
         if self._context_key != key:  # the labels' gains and ideal DCGs, once a fit
+            if np.any(sample_weight != 1.0):
+                raise ValueError("lambdarank does not take sample_weight yet")
             self._context = LambdaRankContext(y, group_offsets)
             self._context_key = key
         self._context.grad_hess(raw[0], gradient[0], hessian[0])
