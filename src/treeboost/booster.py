@@ -221,7 +221,7 @@ class Booster:
         p, K = self.params, self.n_outputs
         dropped = mode.begin_stage(self, state, rngs)
         at = mode.gradient_scores(state)
-        context = state.gradients(self.loss, at)
+        context = state.gradients(self.loss, at, rngs)
         if trace is not None:  # the pseudo-residuals before any GOSS up-weighting
             # (+ 0.0 turns the -0.0 of a zero gradient into 0.0 for printing)
             residual = -state.gradient.astype(np.float64) + 0.0
@@ -605,11 +605,19 @@ class _TrainingState:
             self._tree_pool.shutdown()
             self._tree_pool = None
 
-    def gradients(self, loss: Loss, raw: np.ndarray):
-        """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context."""
+    def gradients(self, loss: Loss, raw: np.ndarray, rngs=None):
+        """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context.
+
+        A loss that needs groups (ranking) gets them as ``group_offsets``; one whose
+        ``needs_rng`` is true also gets the stage's "objective" stream as ``rng``,
+        for the draws its gradients make (rank_xendcg's noise).
+        """
         if loss.needs_group:  # ranking losses read the query groups
+            extra = {"group_offsets": self.group_offsets}
+            if loss.needs_rng:
+                extra["rng"] = rngs["objective"]
             return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
-                                         self.hessian, group_offsets=self.group_offsets)
+                                         self.hessian, **extra)
         return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
                                      self.hessian)
 

@@ -24,9 +24,11 @@ from ._dtypes import INDEX_DTYPE, NODE_DTYPE, SUM_DTYPE, readonly
 
 #: names of the independent random streams drawn from one ``random_state``
 #: (appended streams leave the earlier ones' draws unchanged: SeedSequence children by index)
-STREAMS = ("binning", "rows", "columns", "nodes", "validation", "goss", "dart", "quantize")
+STREAMS = ("binning", "rows", "columns", "nodes", "validation", "goss", "dart", "quantize",
+           "objective")
 #: the streams a stage of the stage loop draws from (``stage_streams``)
-STAGE_STREAMS = ("rows", "columns", "nodes", "goss", "dart", "quantize")
+#: ("objective": a ranking loss's own draws, such as rank_xendcg's per-row noise)
+STAGE_STREAMS = ("rows", "columns", "nodes", "goss", "dart", "quantize", "objective")
 
 
 def make_streams(seed: int) -> dict[str, np.random.Generator]:

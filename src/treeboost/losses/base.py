@@ -162,10 +162,18 @@ class Loss:
         set without groups.
 
         .. versionadded:: 0.1.0
+    needs_rng : bool
+        With ``needs_group``: whether ``gradient_hessian`` draws random numbers;
+        it is then also called with the keyword ``rng``, a NumPy ``Generator``
+        of its own per stage (from ``random_state``: the same draws whatever
+        ``n_jobs``, and the same stage draws the same when training continues).
+
+        .. versionadded:: 0.1.0
     """
 
     name = "base"
     needs_group = False
+    needs_rng = False
     link = "identity"
     is_classification = False
     n_outputs = 1
