@@ -29,7 +29,7 @@ try:
     from .dataset import Dataset
     from .generic import GradientBoostingWithLearner
     from .losses import Formula, available_losses, get_loss, register_loss, unregister_loss
-    from .sklearn import TreeBoostClassifier, TreeBoostRegressor
+    from .sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
     from .training import train
 finally:
     if _collecting:
@@ -37,5 +37,6 @@ finally:
 del _collecting
 
 __all__ = ["AdaBoostClassifier", "Dataset", "Formula", "GradientBoostingWithLearner",
-           "TreeBoostClassifier", "TreeBoostRegressor", "available_losses", "get_loss",
-           "load_model", "register_loss", "train", "unregister_loss", "__version__"]
+           "TreeBoostClassifier", "TreeBoostRanker", "TreeBoostRegressor", "available_losses",
+           "get_loss", "load_model", "register_loss", "train", "unregister_loss",
+           "__version__"]

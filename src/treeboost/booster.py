@@ -56,6 +56,8 @@ class EvalSet:
     sample_weight: np.ndarray
     #: per-row raw scores added to the model's (``Dataset.init_raw``), shape (n_outputs, n)
     init_raw: np.ndarray | None = None
+    #: row offsets of its query groups (``Dataset.group_offsets``), for ranking metrics
+    group_offsets: np.ndarray | None = None
 
 
 class Booster:
@@ -184,10 +186,11 @@ class Booster:
         mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets, init_raw,
                                group_offsets)
-        # (index in state.scores, name, y, weights) of every evaluated data set
-        data = ([(-1, "training", y, sample_weight)] if record_training else []) + [
-            (i, e.name, e.y, e.sample_weight) for i, e in enumerate(eval_sets)]
-        evals_log = {name: {metric.name: [] for metric in metrics} for _, name, _, _ in data}
+        # (index in state.scores, name, y, weights, groups) of every evaluated data set
+        data = ([(-1, "training", y, sample_weight, group_offsets)] if record_training
+                else []) + [(i, e.name, e.y, e.sample_weight, e.group_offsets)
+                            for i, e in enumerate(eval_sets)]
+        evals_log = {d[1]: {metric.name: [] for metric in metrics} for d in data}
         if not isinstance(callbacks, CallbackList):
             callbacks = CallbackList(callbacks)
         callbacks.before_training(self)
@@ -195,9 +198,10 @@ class Booster:
             for m in range(len(self.trees), p.n_estimators):
                 self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m),
                             trace)
-                for i, name, y_i, w_i in data:
+                for i, name, y_i, w_i, groups_i in data:
                     values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
-                                      where=f" on {name} at stage {m + 1}")
+                                      where=f" on {name} at stage {m + 1}",
+                                      group_offsets=groups_i)
                     for metric, value in zip(metrics, values, strict=True):
                         evals_log[name][metric.name].append(value)
                 if callbacks.after_iteration(m, evals_log):

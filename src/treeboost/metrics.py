@@ -27,6 +27,8 @@ scikit-learn's metric functions fit directly, e.g.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
@@ -168,14 +170,20 @@ def predictions(raw: np.ndarray, loss) -> np.ndarray:
     return readonly(np.asarray(loss.inverse_link(raw)))
 
 
-def evaluate(metrics, y, raw, sample_weight, loss, where="") -> list[float]:
+def evaluate(metrics, y, raw, sample_weight, loss, where="", group_offsets=None
+             ) -> list[float]:
     """Every metric of ``metrics`` on one data set; user metrics share one ``y_pred``.
 
-    ``where`` (e.g. " on validation_0 at stage 3") goes into error messages.
+    ``where`` (e.g. " on validation_0 at stage 3") goes into error messages;
+    ``group_offsets`` are the data set's query groups, which the ranking metrics need.
     """
     y_pred = None
     values = []
     for metric in metrics:
+        if isinstance(metric, _RankingMetric):
+            values.append(metric.evaluate(y, raw, sample_weight, loss, None, where,
+                                          group_offsets))
+            continue
         if y_pred is None and not isinstance(metric, _BuiltinMetric):
             y_pred = predictions(raw, loss)
         values.append(metric.evaluate(y, raw, sample_weight, loss, y_pred, where))
@@ -362,19 +370,82 @@ def map_at_k(y_true, y_score, group_offsets, k: int) -> float:
     return float(np.mean(per_query))
 
 
+@dataclass(frozen=True)
+class _RankingMetric(_BuiltinMetric):
+    """A metric over query groups at a cut-off: ``fn(y, score, group_offsets, k)``."""
+
+    k: int = 1
+
+    def evaluate(self, y, raw, sample_weight, loss, y_pred=None, where="",
+                 group_offsets=None) -> float:
+        """The metric of raw scores ``raw`` (1, n_samples) over the data's query groups."""
+        if group_offsets is None:
+            raise ValueError(f"eval_metric {self.name!r} needs query groups{where}: give "
+                             "every evaluated data set its groups (group= or qid=)")
+        return float(self.fn(y, raw[0], group_offsets, self.k))
+
+
+#: the metrics over query groups, named "<prefix>@k" for a cut-off k >= 1
+RANKING_METRICS = {"ndcg": ndcg_at_k, "map": map_at_k}
+_RANKING_NAME = re.compile(r"(ndcg|map)@([1-9][0-9]{0,5})")
+
+
+def ranking_metric(name) -> _RankingMetric | None:
+    """The metric called ``name`` ("ndcg@10", "map@5", ...), or None if it is not one."""
+    match = _RANKING_NAME.fullmatch(name) if isinstance(name, str) else None
+    if match is None:
+        return None
+    return _RankingMetric(name, RANKING_METRICS[match.group(1)], higher_is_better=True,
+                          k=int(match.group(2)))
+
+
+class MetricNames(Sequence):
+    """The built-in metric names: the fixed ones, and the ranking ones at any cut-off.
+
+    Iterating lists ``"ndcg@k"`` and ``"map@k"`` for the families (error messages, the
+    documentation); membership also accepts each family's names, such as ``"ndcg@10"``.
+    """
+
+    def __init__(self, fixed):
+        self._names = (*fixed, *(f"{prefix}@k" for prefix in RANKING_METRICS))
+
+    def __getitem__(self, index):
+        return self._names[index]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name) -> bool:
+        return (isinstance(name, str) and name in self._names[:-len(RANKING_METRICS)]) \
+            or ranking_metric(name) is not None
+
+    def __repr__(self) -> str:
+        return repr(self._names)
+
+
 METRICS = {
     "rmse": _BuiltinMetric("rmse", _rmse, higher_is_better=False),
     "mae": _BuiltinMetric("mae", _mae, higher_is_better=False),
     "error": _BuiltinMetric("error", _error, higher_is_better=False),
     "auc": _BuiltinMetric("auc", _auc, higher_is_better=True),
 }
+#: every name ``eval_metric`` accepts: "loss", ``METRICS`` and the ranking families
+METRIC_NAMES = MetricNames(("loss", *METRICS))
 
 
 #: the tasks each metric is defined for: AUC and the error rate need classes, and RMSE
 #: and MAE compare one prediction per row with the target (for a binary classifier the
-#: probability of the positive class, so RMSE is the root of the Brier score)
+#: probability of the positive class, so RMSE is the root of the Brier score); the
+#: ranking metrics need query groups
 METRIC_TASKS = {"rmse": ("regression", "binary"), "mae": ("regression", "binary"),
-                "error": ("binary", "multiclass"), "auc": ("binary",)}
+                "error": ("binary", "multiclass"), "auc": ("binary",),
+                **{f"{prefix}@k": ("ranking",) for prefix in RANKING_METRICS}}
+
+
+def _metric_family(name: str) -> str:
+    """The key of ``METRIC_TASKS`` of a metric name ("ndcg@10" -> "ndcg@k")."""
+    metric = ranking_metric(name)
+    return name if metric is None else name.split("@")[0] + "@k"
 
 
 def _as_list(spec) -> list:
@@ -389,7 +460,7 @@ def check_eval_metric(spec) -> None:
     (``make_metric``), or a non-empty list or tuple of names and ``Metric``
     objects with distinct names.
     """
-    names = ["loss", *METRICS]
+    names = METRIC_NAMES
     if isinstance(spec, (list, tuple)):
         if not spec:
             raise ValueError("eval_metric=[] must name at least one metric (None: the loss)")
@@ -402,7 +473,7 @@ def check_eval_metric(spec) -> None:
             key = item.name
         elif isinstance(item, str) or (item is None and at == "eval_metric"):
             if item is not None and item not in names:
-                raise ValueError(f"{at}={item!r} is not one of {names}, a Metric "
+                raise ValueError(f"{at}={item!r} is not one of {list(names)}, a Metric "
                                  "(treeboost.metrics.make_metric) or a list of these")
             key = "loss" if item is None else item
         elif callable(item):
@@ -410,7 +481,7 @@ def check_eval_metric(spec) -> None:
                             "wrap it as treeboost.metrics.make_metric(fn, name=..., "
                             "higher_is_better=True or False)")
         else:
-            raise TypeError(f"{at}={item!r} must be a metric name in {names}, a Metric "
+            raise TypeError(f"{at}={item!r} must be a metric name in {list(names)}, a Metric "
                             "(treeboost.metrics.make_metric) or a list of these")
         if key in seen:
             raise ValueError(f"eval_metric names metric {key!r} twice")
@@ -425,26 +496,45 @@ def check_metric(spec, task: str) -> None:
     spec : str, Metric, list or None
         The ``eval_metric`` parameter (None or "loss": the training loss, always
         fits; user metrics are not checked).
-    task : {"regression", "binary", "multiclass"}
+    task : {"regression", "binary", "multiclass", "ranking"}
         What the estimator fits.
     """
     for name in _as_list(spec):
-        tasks = METRIC_TASKS.get(name) if isinstance(name, str) else None
+        tasks = METRIC_TASKS.get(_metric_family(name)) if isinstance(name, str) else None
         if tasks is not None and task not in tasks:
             fits = [m for m, t in METRIC_TASKS.items() if task in t]
+            fits = fits if task == "ranking" else ["loss", *fits]
             raise ValueError(f"eval_metric={name!r} is not defined for {task} targets; use "
-                             f"one of {['loss', *fits]}")
+                             f"one of {fits}")
+        if task == "ranking" and name == "loss":
+            raise ValueError("eval_metric='loss' is not defined for ranking (a ranking loss "
+                             "has no per-row value); use one of "
+                             f"{[m for m, t in METRIC_TASKS.items() if task in t]}, e.g. "
+                             "'ndcg@10'")
+
+
+#: what a ranking loss logs when ``eval_metric`` is None (it has no per-row loss)
+DEFAULT_RANKING_METRIC = "ndcg@10"
 
 
 def get_metric(name: str | None, loss) -> Metric:
-    """The built-in metric called ``name``; None or "loss" means the training loss itself."""
+    """The built-in metric called ``name``; None or "loss" means the training loss itself.
+
+    For a loss over query groups (ranking), which has no per-row value, None means
+    ``DEFAULT_RANKING_METRIC`` and "loss" is refused.
+    """
+    if loss.needs_group and (name is None or name == "loss"):
+        if name == "loss":
+            raise ValueError(f"eval_metric='loss' is not defined for the ranking loss "
+                             f"{loss.name!r}; use 'ndcg@k' or 'map@k'")
+        name = DEFAULT_RANKING_METRIC
     if name is None or name == "loss":
         return _BuiltinMetric(loss.name, lambda y, raw, w, ls: ls(y, raw, w),
                               higher_is_better=False)
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise ValueError(f"eval_metric={name!r} is not one of {['loss', *METRICS]}") from None
+    metric = METRICS.get(name) or ranking_metric(name)
+    if metric is None:
+        raise ValueError(f"eval_metric={name!r} is not one of {list(METRIC_NAMES)}")
+    return metric
 
 
 def get_metrics(spec, loss) -> list[Metric]:

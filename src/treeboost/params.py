@@ -23,7 +23,7 @@ import numpy as np
 from ._dtypes import MAX_BINS
 from .constraints import MONOTONE_METHODS, check_interaction, check_monotone
 from .losses import CLASSIFICATION_LOSSES, RANKING_LOSSES, REGRESSION_LOSSES
-from .metrics import METRICS, check_eval_metric
+from .metrics import METRIC_NAMES, check_eval_metric
 from .modes import BOOSTING_MODES, mode_named
 
 
@@ -230,7 +230,7 @@ PARAMS = [
     Param("eval_metric", "str", None, "Metric(s) logged in evals_result_: None (the loss), "
           "a name, a treeboost.metrics.Metric from make_metric(fn, higher_is_better=...) "
           "or a list of these; early stopping monitors the first.",
-          choices=("loss", *METRICS), none_ok=True),
+          choices=METRIC_NAMES, none_ok=True),
     Param("importance_type", "str", "gain", "What feature_importances_ sums: split gain "
           "or number of splits.", choices=("gain", "split")),
     Param("verbose", "int", 0, "Print the training and validation metric every "

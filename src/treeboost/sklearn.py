@@ -1,4 +1,4 @@
-"""scikit-learn estimators: TreeBoostRegressor and TreeBoostClassifier.
+"""scikit-learn estimators: TreeBoostRegressor, TreeBoostClassifier and TreeBoostRanker.
 
 They store their parameters, validate them and the data in ``fit``, bin the
 data, and hand the stage loop to ``Booster``. Everything else (prediction,
@@ -17,6 +17,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
+    _num_samples,
     check_array,
     check_is_fitted,
     check_X_y,
@@ -38,6 +39,7 @@ from .dataset import (
     check_no_categories,
     frame_to_array,
 )
+from .dataset import group_offsets as dataset_group_offsets
 from .losses import get_loss
 from .metrics import check_metric
 from .modes import check_mode
@@ -142,8 +144,11 @@ class _TreeBoostBase(BaseEstimator):
                 delattr(self, name)
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, init_model, previous,
-             callbacks=(), init_score=None, eval_init_score=None) -> bool:
+             callbacks=(), init_score=None, eval_init_score=None, groups=None) -> bool:
         """``fit`` on a new estimator, continuing ``previous`` if not None.
+
+        ``groups`` (the ranker) holds the training data's query sizes and those of
+        each ``eval_set`` pair, as ``(sizes, [sizes of eval_set[i]])``.
 
         Returns False when a warm start has no stage to add (the new estimator
         is then not a fitted model).
@@ -167,12 +172,12 @@ class _TreeBoostBase(BaseEstimator):
             seed = self._seed()
         streams = make_streams(seed)
         loss.validate_target(y)
-        X, y, sample_weight, init_score, eval_data = self._eval_data(
+        X, y, sample_weight, init_score, group, eval_data = self._eval_data(
             X, y, sample_weight, eval_set, eval_sample_weight, streams, init_score,
-            eval_init_score)
+            eval_init_score, groups)
         with threads(self.n_jobs):
             self._fit_booster(X, y, sample_weight, eval_data, loss, seed, streams, previous,
-                              callbacks, init_score)
+                              callbacks, init_score, group)
         self._train_shape = shape  # what a warm start checks its data against
         return True
 
@@ -180,7 +185,7 @@ class _TreeBoostBase(BaseEstimator):
         # +-inf in X is refused (LightGBM would bin it as a huge value): it is nearly
         # always a division by zero upstream, which a silent bin would hide
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
-                      accept_sparse=("csr", "csc"), y_numeric=self._scope == "regressor",
+                      accept_sparse=("csr", "csc"), y_numeric=self._scope != "classifier",
                       ensure_min_samples=2)
         self._check_label_types(y)
         frame = as_pandas(X)
@@ -216,8 +221,14 @@ class _TreeBoostBase(BaseEstimator):
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
     def _eval_data(self, X, y, sample_weight, eval_set, eval_sample_weight, streams,
-                   init_score=None, eval_init_score=None):
-        """Eval sets as validated arrays; the early-stopping hold-out split if needed."""
+                   init_score=None, eval_init_score=None, groups=None):
+        """Eval sets as validated arrays; the early-stopping hold-out split if needed.
+
+        Returns the training arrays (less a hold-out split) with their query sizes
+        (None without ``groups``) and the eval sets as tuples ``(name, X, y, weight,
+        init_score, query sizes or None)``.
+        """
+        group, eval_groups = (None, None) if groups is None else groups
         eval_data = []
         if eval_init_score is not None and (
                 eval_set is None or len(eval_init_score) != len(eval_set)):
@@ -245,7 +256,14 @@ class _TreeBoostBase(BaseEstimator):
                         ie = check_init_score(ie, Xe.shape[0])
                     except ValueError as exc:
                         raise ValueError(f"eval_init_score[{i}]: {exc}") from None
-                eval_data.append((f"validation_{i}", Xe, ye, we, ie))
+                ge = None if eval_groups is None else eval_groups[i]
+                if ge is not None and ge.sum() != Xe.shape[0]:
+                    raise ValueError(f"eval_set[{i}]: its query groups sum to {ge.sum()} "
+                                     f"rows but X has {Xe.shape[0]}")
+                eval_data.append((f"validation_{i}", Xe, ye, we, ie, ge))
+        elif self.n_iter_no_change is not None and self.validation_fraction is not None \
+                and group is not None:
+            return self._query_holdout(X, y, sample_weight, init_score, group, streams)
         elif self.n_iter_no_change is not None and self.validation_fraction is not None:
             _validation.check_validation_size(self.validation_fraction, y.shape[0],
                                               getattr(self, "n_classes_", 1))
@@ -262,17 +280,17 @@ class _TreeBoostBase(BaseEstimator):
             iv = None
             if init_score is not None:
                 init_score, iv = parts[6:]
-            eval_data.append(("validation", Xv, yv, wv, iv))
-        return X, y, sample_weight, init_score, eval_data
+            eval_data.append(("validation", Xv, yv, wv, iv, None))
+        return X, y, sample_weight, init_score, group, eval_data
 
     def _fit_booster(self, X, y, sample_weight, eval_data, loss, seed, streams, previous=None,
-                     user_callbacks=(), init_score=None):
+                     user_callbacks=(), init_score=None, group=None):
         """Build the Datasets and train (``treeboost.train``); keep what it returns."""
-        train_set = Dataset(X, y, weight=sample_weight, init_score=init_score,
+        train_set = Dataset(X, y, weight=sample_weight, init_score=init_score, group=group,
                             categorical_features=self.is_categorical_,
                             max_bins=self.max_bins, random_state=streams["binning"])
-        valid_sets = [Dataset(Xe, ye, weight=we, init_score=ie, reference=train_set)
-                      for _, Xe, ye, we, ie in eval_data]
+        valid_sets = [Dataset(Xe, ye, weight=we, init_score=ie, group=ge, reference=train_set)
+                      for _, Xe, ye, we, ie, ge in eval_data]
         trace = [] if self.trace else None
         if self.trace:
             from .trace import SMALL_DATA_ROWS
@@ -335,9 +353,11 @@ class _TreeBoostBase(BaseEstimator):
         _validation.check_numeric_target(y, type(self).__name__)
 
     def _task(self) -> str:
-        """"regression", "binary" or "multiclass": what ``eval_metric`` must fit."""
+        """"regression", "binary", "multiclass" or "ranking": what ``eval_metric`` must fit."""
         if self._scope == "regressor":
             return "regression"
+        if self._scope == "ranker":
+            return "ranking"
         return "binary" if self.n_classes_ == 2 else "multiclass"
 
     def _raw_predict(self, X) -> np.ndarray:
@@ -639,6 +659,215 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
             yield raw[:, 0] if raw.shape[1] == 1 else raw
 
 
+def _query_sizes(group, qid, n: int, what: str) -> np.ndarray:
+    """Query sizes (int64) of ``n`` rows from group sizes or per-row query ids.
+
+    ``what`` names the arguments in error messages ("group/qid", "eval_group[0]").
+    """
+    try:
+        offsets = dataset_group_offsets(group, qid, n)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    if offsets is None:
+        raise ValueError(f"{what}: a ranker needs the query groups of its data: pass "
+                         "group= (query sizes in row order) or qid= (a query id per row, "
+                         "each query's rows contiguous)")
+    return np.diff(offsets)
+
+
+@_estimator_io.register
+class TreeBoostRanker(_TreeBoostBase):
+    _scope = "ranker"
+
+    __init__ = _params.make_init("ranker")
+
+    def fit(self, X, y, *, group=None, qid=None, sample_weight=None, init_score=None,
+            eval_set=None, eval_group=None, eval_qid=None, eval_init_score=None,
+            init_model=None, callbacks=None):
+        """Fit the ranking model on documents grouped into queries.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Documents' features; NaN marks missing values. The rows of a query
+            are contiguous.
+        y : array-like of shape (n_samples,)
+            Relevance labels, whole numbers >= 0 (higher is more relevant).
+        group : array-like of int, default=None
+            Query sizes in row order (LightGBM's ``group``), summing to n_samples.
+        qid : array-like of shape (n_samples,), default=None
+            Query id of every row (XGBoost's ``qid``), each query's rows
+            contiguous. One of ``group`` and ``qid`` is required.
+        sample_weight : None
+            Not supported yet by the ranking losses: anything but None or all ones
+            is refused.
+        init_score : array-like of shape (n_samples,), default=None
+            Per-row raw scores training starts from (see ``TreeBoostRegressor.fit``).
+        eval_set : list of (X, y) pairs, default=None
+            Data evaluated after every stage (``evals_result_``); the last one is
+            monitored by early stopping. Each needs its groups.
+        eval_group, eval_qid : list of array-like, default=None
+            The query sizes, or per-row query ids, of each ``eval_set`` pair.
+        eval_init_score : list of array-like or None, default=None
+            Per-row raw scores of the ``eval_set`` pairs.
+        init_model : TreeBoostRanker, str or path-like, default=None
+            A fitted ranker (or the path of a saved one) to continue.
+        callbacks : list of TrainingCallback, default=None
+            User callbacks, as for ``TreeBoostRegressor.fit``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Notes
+        -----
+        Without ``eval_set``, early stopping (``n_iter_no_change``) holds out
+        ``validation_fraction`` of the queries (whole queries, drawn with
+        ``random_state``).
+        """
+        _params.validate(self.get_params(), self._scope)
+        callbacks = check_callbacks(callbacks)
+        check_mode(self._boosting_params())
+        n = _num_samples(X)
+        sizes = _query_sizes(group, qid, n, "group/qid")
+        if sample_weight is not None and np.any(np.asarray(sample_weight) != 1.0):
+            raise ValueError("sample_weight: TreeBoostRanker does not take row weights yet "
+                             "(the ranking losses weigh every query alike)")
+        eval_groups = self._eval_groups(eval_set, eval_group, eval_qid)
+        previous = _continued.previous_model(self, init_model)
+        fitted = type(self)(**self.get_params(deep=False))
+        if fitted._fit(X, y, None, eval_set, None, init_model, previous, callbacks,
+                       init_score, eval_init_score, groups=(sizes, eval_groups)):
+            self._take_fitted(fitted)
+        return self
+
+    @staticmethod
+    def _eval_groups(eval_set, eval_group, eval_qid):
+        """The query sizes of each ``eval_set`` pair (None without ``eval_set``)."""
+        if eval_set is None:
+            if eval_group is not None or eval_qid is not None:
+                raise ValueError("eval_group/eval_qid were given without eval_set")
+            return None
+        if not isinstance(eval_set, (list, tuple)):
+            raise ValueError("eval_set must be a list of (X, y) pairs")
+        if eval_group is not None and eval_qid is not None:
+            raise ValueError("give the eval sets' groups as eval_group or eval_qid, not both")
+        given, name = (eval_group, "eval_group") if eval_qid is None else (eval_qid,
+                                                                            "eval_qid")
+        if given is None or len(given) != len(eval_set):
+            raise ValueError(f"{name} must have one entry per eval_set pair: a ranker "
+                             "evaluates NDCG and MAP over each set's queries")
+        sizes = []
+        for i, (pair, entry) in enumerate(zip(eval_set, given, strict=True)):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError("eval_set must be a list of (X, y) pairs")
+            rows = _num_samples(pair[0])
+            sizes.append(_query_sizes(entry if eval_qid is None else None,
+                                      entry if eval_qid is not None else None, rows,
+                                      f"{name}[{i}]"))
+        return sizes
+
+    def _query_holdout(self, X, y, sample_weight, init_score, group, streams):
+        """The early-stopping hold-out: ``validation_fraction`` of the whole queries."""
+        n_queries = group.size
+        n_valid = int(round(self.validation_fraction * n_queries))
+        if n_queries < 2 or not 1 <= n_valid < n_queries:
+            raise ValueError(f"validation_fraction={self.validation_fraction} of "
+                             f"{n_queries} queries leaves no query to train on or to "
+                             "validate on: pass eval_set with eval_group, or more queries")
+        rng = np.random.default_rng(int(streams["validation"].integers(np.iinfo(np.int32).max)))
+        held = np.zeros(n_queries, dtype=bool)
+        held[rng.choice(n_queries, n_valid, replace=False)] = True
+        rows = np.repeat(held, group)  # queries keep their order: their rows stay contiguous
+        part = [(a[~rows], a[rows]) for a in (X, y, sample_weight)]
+        (X, Xv), (y, yv), (sample_weight, wv) = part
+        iv = None
+        if init_score is not None:
+            init_score, iv = init_score[~rows], init_score[rows]
+        return X, y, sample_weight, init_score, group[~held], [
+            ("validation", Xv, yv, wv, iv, group[held])]
+
+    def _make_loss(self):
+        return get_loss(self.loss, **{name: getattr(self, name)
+                                      for name in _params.part_names("loss")
+                                      if hasattr(self, name)})
+
+    def _encode_target(self, y):
+        return self._encode_eval_target(y)
+
+    def _encode_eval_target(self, y):
+        try:
+            y = np.asarray(y, dtype=Y_DTYPE).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"relevance labels must be numbers: {exc}") from exc
+        if not np.all(np.isfinite(y)) or np.any(y < 0) or np.any(y != np.floor(y)):
+            raise ValueError("relevance labels must be whole numbers >= 0")
+        return y
+
+    def predict(self, X, pred_contribs=False):
+        """Scores that rank the documents of a query (higher ranks first).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Documents' features; NaN marks missing values.
+        pred_contribs : bool, default=False
+            Return exact TreeSHAP feature contributions to the score instead.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), or (n_samples, n_features + 1) with
+        ``pred_contribs``: one column per feature and the bias last, each row
+        summing to the score.
+        """
+        if pred_contribs:
+            from .explain import pred_contribs as _contribs
+
+            return _contribs(self, X)
+        return self._raw_predict(X)[:, 0]
+
+    def staged_predict(self, X):
+        """Yield the scores after each stage.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Documents' features.
+
+        Yields
+        ------
+        ndarray of shape (n_samples,)
+        """
+        for raw in self._staged_raw_predict(X):
+            yield raw[:, 0]
+
+    def score(self, X, y, *, group=None, qid=None, k: int = 10):
+        """Mean NDCG@k of the predicted ranking over the queries of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Documents' features.
+        y : array-like of shape (n_samples,)
+            Relevance labels, whole numbers >= 0.
+        group, qid : array-like, default=None
+            The queries, as for ``fit`` (one is required).
+        k : int, default=10
+            Cut-off.
+
+        Returns
+        -------
+        float
+        """
+        from .metrics import ndcg_at_k
+
+        scores = self.predict(X)
+        sizes = _query_sizes(group, qid, scores.shape[0], "group/qid")
+        return ndcg_at_k(self._encode_eval_target(y), scores,
+                         np.concatenate(([0], np.cumsum(sizes))), k)
+
+
 _ATTRIBUTES = """
 Attributes
 ----------
@@ -682,3 +911,13 @@ Parameters
 n_classes_ : int
     Number of classes.
 """
+
+TreeBoostRanker.__doc__ = f"""Gradient tree boosting for learning to rank (lambdarank over queries).
+
+Documents come grouped into queries (``fit``'s ``group`` or ``qid``); the model
+scores each document, and a query's documents are ranked by descending score.
+
+Parameters
+----------
+{_params_doc("ranker")}
+{_ATTRIBUTES}"""

@@ -171,8 +171,13 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     for name, vs in zip(names, valid_sets, strict=True):
         if vs.label is None:
             raise ValueError(f"valid set {name!r} has no label")
+        if loss.needs_group and vs.group_offsets is None:
+            raise ValueError(f"valid set {name!r} has no query groups, which the ranking "
+                             f"loss '{loss.name}' is evaluated over: build it with group= "
+                             "or qid=")
         eval_sets.append(EvalSet(name, vs.construct(bin_mapper).binned, vs.label, vs.weight,
-                                 _start_scores(vs, loss, None, f"valid set {name!r}")))
+                                 _start_scores(vs, loss, None, f"valid set {name!r}"),
+                                 vs.group_offsets))
     p = boosting_params(params, scope)
     if init_model is None:
         booster = Booster(loss, bin_mapper, p)
