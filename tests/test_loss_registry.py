@@ -25,7 +25,7 @@ from treeboost.losses import (
 from treeboost.losses.base import newton_leaf_value
 
 BUILTIN = ["squared_error", "absolute_error", "huber", "quantile", "poisson", "gamma",
-           "tweedie", "log_loss", "exponential", "lambdarank"]
+           "tweedie", "log_loss", "exponential", "lambdarank", "rank_xendcg", "pairwise"]
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_builtin_losses_are_registered_with_their_tasks():
     assert available_losses("regression") == BUILTIN[:7] == list(REGRESSION_LOSSES)
     assert available_losses("classification") == ["log_loss", "exponential"] \
         == list(CLASSIFICATION_LOSSES)
-    assert available_losses("ranking") == ["lambdarank"]
+    assert available_losses("ranking") == ["lambdarank", "rank_xendcg", "pairwise"]
     with pytest.raises(ValueError, match="task='bogus' is not one of"):
         available_losses("bogus")
 

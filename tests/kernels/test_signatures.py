@@ -140,14 +140,17 @@ def exercise_estimators():
     fit_predict(TreeBoostRegressor(n_estimators=2, max_leaf_nodes=4, use_quantized_grad=True,
                                    stochastic_rounding=False, random_state=0), X_big,
                 X_big[:, 0])
-    # ranking through train(): lambdarank over query groups, with NaN and float32 input
+    # ranking through train(): every ranking loss over query groups (one kernel each,
+    # float64 arrays whatever X's dtype), with NaN and float32 input
     from treeboost import Dataset, train
+    from treeboost.losses import RANKING_LOSSES
 
     relevance = np.digitize(X[:, 0], [-0.5, 0.5, 1.0]).astype(float)
-    for data in (X_nan, X_nan.astype(np.float32)):
-        ranker = train({"loss": "lambdarank", **common},
-                       Dataset(data, relevance, group=np.full(16, 10)))
-        ranker.predict_raw(data)
+    for loss in RANKING_LOSSES:
+        for data in (X_nan, X_nan.astype(np.float32)):
+            ranker = train({"loss": loss, **common},
+                           Dataset(data, relevance, group=np.full(16, 10)))
+            ranker.predict_raw(data)
     # TreeSHAP (rows are made float64 first, so float32 input shares the signature)
     model = TreeBoostClassifier(categorical_features=[0, 1], **common)
     model.fit(X_cat, np.digitize(y_cat, [0.5, 1.5]))

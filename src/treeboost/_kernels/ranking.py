@@ -1,16 +1,17 @@
-"""Pairwise gradients of the learning-to-rank losses, one parallel loop over queries.
+"""Gradients of the learning-to-rank losses, one parallel loop over queries.
 
-Each query's rows are ``offsets[q]:offsets[q + 1]``; ``order`` lists them by descending
-score (ties in the data's order), computed for all queries at once by the caller, so the
-kernels sort nothing. Queries are independent and each writes only its own rows: the
-result does not depend on the number of threads.
+Each query's rows are ``offsets[q]:offsets[q + 1]``. Where a loss needs the rows by
+descending score (lambdarank), ``order`` lists them so (ties in the data's order),
+computed for all queries at once by the caller, so the kernels sort nothing. Queries
+are independent and each writes only its own rows: the result does not depend on the
+number of threads.
 """
 
 import math
 
 from numba import prange
 
-from ._jit import parallel_kernel
+from ._jit import inline, parallel_kernel
 
 
 @parallel_kernel
@@ -78,3 +79,120 @@ def grad_hess_lambdarank(gain, score, offsets, order, inverse_max_dcg, truncatio
         for i in range(start, stop):
             gradient[i] = lambdas[i] * factor
             hessian[i] = weights[i] * factor
+
+
+#: LightGBM's kEpsilon, the floor of rank_xendcg's sum of ground-truth weights
+XENDCG_EPSILON = 1e-15
+
+
+@inline
+def _one_minus(rho):
+    """``1 - rho``, or eps where a softmax weight rounded to exactly 1.
+
+    LightGBM divides by ``1 - rho`` unguarded; the guard changes nothing where
+    LightGBM's values are finite, and keeps a query whose top score leads by more than ~37 from
+    turning every gradient of the query into NaN.
+    """
+    d = 1.0 - rho
+    return d if d > 0.0 else XENDCG_EPSILON
+
+
+@parallel_kernel
+def grad_hess_rank_xendcg(exp2_label, uniform, score, offsets, rho, phi, lambdas,
+                          gradient, hessian):
+    """XE-NDCG's gradients and hessians (LightGBM's ``rank_xendcg`` objective).
+
+    Per query of more than one document: ``rho = softmax(scores)``, ground-truth weights
+    ``phi_i = 2**label_i - uniform_i``, and the gradient is LightGBM's third-order
+    approximation of the cross entropy between ``phi / sum(phi)`` and ``rho`` (Bruch et
+    al. 2019): ``t_i = rho_i - phi_i / max(eps, sum(phi))``, then twice
+    ``t_i <- rho_i * (sum_j p_j - p_i)`` with ``p_i = t_i / (1 - rho_i)``, the three
+    ``t`` summed; the hessian is ``rho_i * (1 - rho_i)``. One-document queries get 0.
+    """
+    # exp2_label: float64 (n,), 2**label of each row           # IN
+    # uniform: float64 (n,), this stage's Uniform[0, 1) draws   # IN
+    # score: float64 (n,), raw scores                          # IN
+    # offsets: int64 (n_queries + 1,)                          # IN
+    # rho, phi, lambdas: float64 (n,)                          # scratch
+    # gradient, hessian: float32 (n,)                          # OUT
+    n_queries = offsets.shape[0] - 1
+    for q in prange(n_queries):
+        start = offsets[q]
+        stop = offsets[q + 1]
+        if stop - start <= 1:
+            for i in range(start, stop):
+                gradient[i] = 0.0
+                hessian[i] = 0.0
+            continue
+        # softmax as LightGBM's Common::Softmax: shifted by the maximum against overflow
+        top = score[start]
+        for i in range(start + 1, stop):
+            top = max(top, score[i])
+        total = 0.0
+        for i in range(start, stop):
+            rho[i] = math.exp(score[i] - top)
+            total += rho[i]
+        phi_sum = 0.0
+        for i in range(start, stop):
+            rho[i] /= total
+            phi[i] = exp2_label[i] - uniform[i]
+            phi_sum += phi[i]
+        inv_den = 1.0 / max(XENDCG_EPSILON, phi_sum)
+        # phi is reused for the p_i terms of the next order, as LightGBM's params[]
+        l1 = 0.0
+        for i in range(start, stop):
+            t = rho[i] - phi[i] * inv_den
+            lambdas[i] = t
+            phi[i] = t / _one_minus(rho[i])
+            l1 += phi[i]
+        l2 = 0.0
+        for i in range(start, stop):
+            t = rho[i] * (l1 - phi[i])
+            lambdas[i] += t
+            phi[i] = t / _one_minus(rho[i])
+            l2 += phi[i]
+        for i in range(start, stop):
+            gradient[i] = lambdas[i] + rho[i] * (l2 - phi[i])
+            hessian[i] = rho[i] * (1.0 - rho[i])
+
+
+@parallel_kernel
+def grad_hess_pairwise(label, score, offsets, sigma, lambdas, weights, gradient, hessian):
+    """RankNet's gradients and hessians over every pair of a query with different labels.
+
+    A pair with ``label_i > label_j`` adds ``-sigma * p`` to the gradient of i and
+    ``+sigma * p`` to that of j, ``p = 1 / (1 + exp(sigma * (s_i - s_j)))``, and
+    ``sigma**2 * p * (1 - p)`` to both hessians; no NDCG weighting, no truncation, no
+    normalisation. Queries of one document or of equal labels get 0.
+    """
+    # label: float64 (n,), relevance labels                    # IN
+    # score: float64 (n,), raw scores                          # IN
+    # offsets: int64 (n_queries + 1,)                          # IN
+    # sigma: float64
+    # lambdas, weights: float64 (n,), sums before rounding to float32  # scratch
+    # gradient, hessian: float32 (n,)                          # OUT
+    n_queries = offsets.shape[0] - 1
+    for q in prange(n_queries):
+        start = offsets[q]
+        stop = offsets[q + 1]
+        for i in range(start, stop):
+            lambdas[i] = 0.0
+            weights[i] = 0.0
+        for i in range(start, stop):
+            for j in range(i + 1, stop):
+                if label[i] == label[j]:
+                    continue
+                if label[i] > label[j]:
+                    high, low = i, j
+                else:
+                    high, low = j, i
+                p = 1.0 / (1.0 + math.exp(sigma * (score[high] - score[low])))
+                p_lambda = sigma * p
+                p_hessian = sigma * sigma * p * (1.0 - p)
+                lambdas[high] -= p_lambda
+                lambdas[low] += p_lambda
+                weights[high] += p_hessian
+                weights[low] += p_hessian
+        for i in range(start, stop):
+            gradient[i] = lambdas[i]
+            hessian[i] = weights[i]

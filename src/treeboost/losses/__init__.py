@@ -22,7 +22,7 @@ from .base import (
 )
 from .classification import BinaryLogLoss, ExponentialLoss, SoftmaxLogLoss
 from .formula import Formula
-from .ranking import LambdaRank
+from .ranking import LambdaRank, Pairwise, RankXENDCG
 from .regression import AbsoluteError, Gamma, Huber, Poisson, Quantile, SquaredError, Tweedie
 
 #: the tasks a loss may be registered for
@@ -279,6 +279,8 @@ _register("log_loss", _log_loss, task="classification", params=("multiclass_step
           builtin=True)
 _register("exponential", ExponentialLoss, task="classification", builtin=True)
 _register("lambdarank", LambdaRank, task="ranking", builtin=True)
+_register("rank_xendcg", RankXENDCG, task="ranking", builtin=True)
+_register("pairwise", Pairwise, task="ranking", params=("sigma",), builtin=True)
 del _cls, _params
 
 __all__ = ["Loss", "LEAF_LINE_SEARCHES", "TASKS", "available_losses", "get_loss",

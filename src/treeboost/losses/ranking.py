@@ -1,10 +1,14 @@
 """Learning-to-rank gradients over query groups (issue 14; the ranker builds on these).
 
-``lambdarank_grad_hess`` computes LightGBM's ``lambdarank`` gradients and hessians for
-raw scores: what is fixed by the data (each row's gain and each query's ideal DCG at the
-truncation level) is computed once by ``LambdaRankContext``; each stage sorts the rows
-of every query by score in one vectorised call and runs one parallel kernel over
-queries (``_kernels.ranking``).
+Three losses, each with a context object holding what is fixed by the data, computed
+once a fit, and one parallel kernel over queries a stage (``_kernels.ranking``):
+
+- ``lambdarank`` (``LambdaRankContext``): LightGBM's ``lambdarank``; the context keeps
+  each row's gain and each query's ideal DCG at the truncation level, and each stage
+  sorts the rows of every query by score in one vectorised call;
+- ``rank_xendcg`` (``RankXENDCGContext``): LightGBM's ``rank_xendcg``, whose ground
+  truth is perturbed by uniform noise drawn afresh every stage;
+- ``pairwise`` (``PairwiseContext``): RankNet over every pair of different labels.
 """
 
 from __future__ import annotations
@@ -12,9 +16,33 @@ from __future__ import annotations
 import numpy as np
 
 from .._dtypes import G_H_DTYPE
-from .._kernels.ranking import grad_hess_lambdarank
+from .._kernels.ranking import (
+    grad_hess_lambdarank,
+    grad_hess_pairwise,
+    grad_hess_rank_xendcg,
+)
 from ..metrics import ideal_dcg, label_gains, query_layout
 from .base import Loss
+
+
+def _check_sigma(sigma, name: str) -> float:
+    """``sigma`` as a float, or ``ValueError`` naming parameter ``name`` if not finite > 0."""
+    if not (isinstance(sigma, (int, float, np.floating)) and np.isfinite(sigma)
+            and sigma > 0):
+        raise ValueError(f"{name}={sigma!r} must be a finite number > 0")
+    return float(sigma)
+
+
+def _outputs(score, n_rows, gradient, hessian):
+    """``score`` as contiguous float64, checked against ``n_rows``; float32 outputs."""
+    score = np.ascontiguousarray(score, dtype=np.float64).ravel()
+    if score.size != n_rows:
+        raise ValueError(f"score has {score.size} values, the labels {n_rows}")
+    if gradient is None:
+        gradient = np.empty(score.size, dtype=G_H_DTYPE)
+    if hessian is None:
+        hessian = np.empty(score.size, dtype=G_H_DTYPE)
+    return score, gradient, hessian
 
 
 class LambdaRankContext:
@@ -43,9 +71,7 @@ class LambdaRankContext:
                 truncation_level, (int, np.integer)) or truncation_level < 1:
             raise ValueError(f"lambdarank_truncation_level={truncation_level!r} must be an "
                              "int >= 1")
-        if not (isinstance(sigma, (int, float, np.floating)) and np.isfinite(sigma)
-                and sigma > 0):
-            raise ValueError(f"sigmoid={sigma!r} must be a finite number > 0")
+        sigma = _check_sigma(sigma, "sigmoid")
         y, query, rank, n_queries = query_layout(y, group_offsets)
         self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
         self.query = query
@@ -53,7 +79,7 @@ class LambdaRankContext:
         best = ideal_dcg(self.gain, query, rank, n_queries, int(truncation_level))
         self.inverse_max_dcg = np.divide(1.0, best, out=np.zeros(n_queries), where=best > 0)
         self.truncation_level = int(truncation_level)
-        self.sigma = float(sigma)
+        self.sigma = sigma
         self.norm = bool(norm)
         self._lambdas = np.empty(y.size)
         self._weights = np.empty(y.size)
@@ -72,13 +98,7 @@ class LambdaRankContext:
         -------
         gradient, hessian : ndarray of float32 of shape (n_samples,)
         """
-        score = np.ascontiguousarray(score, dtype=np.float64).ravel()
-        if score.size != self.gain.size:
-            raise ValueError(f"score has {score.size} values, the labels {self.gain.size}")
-        if gradient is None:
-            gradient = np.empty(score.size, dtype=G_H_DTYPE)
-        if hessian is None:
-            hessian = np.empty(score.size, dtype=G_H_DTYPE)
+        score, gradient, hessian = _outputs(score, self.gain.size, gradient, hessian)
         order = np.lexsort((-score, self.query))
         grad_hess_lambdarank(self.gain, score, self.offsets, order, self.inverse_max_dcg,
                              self.truncation_level, self.sigma, self.norm, self._lambdas,
@@ -86,15 +106,104 @@ class LambdaRankContext:
         return gradient, hessian
 
 
-class LambdaRank(Loss):
-    """LambdaRank (LightGBM's ``lambdarank`` objective) over the Dataset's query groups.
+class RankXENDCGContext:
+    """What a rank_xendcg fit keeps across stages for one data set.
 
-    Relevance labels are whole numbers >= 0 with gains ``2**l - 1``; pairs count down to
-    rank 30 (``LambdaRankContext``'s defaults). Raw scores rank the documents of a query;
-    F0 is 0, since a constant does not change a ranking.
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Relevance labels, whole numbers >= 0.
+    group_offsets : array-like of int
+        Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
     """
 
-    name = "lambdarank"
+    def __init__(self, y, group_offsets):
+        y = query_layout(y, group_offsets)[0]
+        label_gains(y, None)  # the labels' check, as lambdarank's
+        self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
+        # LightGBM's Phi takes 2**int(label): the labels are whole, so exp2 is exact
+        self.exp2_label = np.exp2(y)
+        self._rho = np.empty(y.size)
+        self._phi = np.empty(y.size)
+        self._lambdas = np.empty(y.size)
+
+    def grad_hess(self, score, uniform, gradient=None, hessian=None):
+        """Gradients and hessians (float32) of the rows at raw scores ``score``.
+
+        Parameters
+        ----------
+        score : ndarray of shape (n_samples,)
+            Raw scores.
+        uniform : ndarray of shape (n_samples,)
+            The stage's Uniform[0, 1) draws, one per row in row order (the ``gamma`` of
+            the ground-truth weights ``2**label - gamma``).
+        gradient, hessian : ndarray of float32 of shape (n_samples,), default=None
+            Where to write them; new arrays if None.
+
+        Returns
+        -------
+        gradient, hessian : ndarray of float32 of shape (n_samples,)
+        """
+        score, gradient, hessian = _outputs(score, self.exp2_label.size, gradient, hessian)
+        uniform = np.ascontiguousarray(uniform, dtype=np.float64).ravel()
+        if uniform.size != score.size:
+            raise ValueError(f"uniform has {uniform.size} values, the labels {score.size}")
+        grad_hess_rank_xendcg(self.exp2_label, uniform, score, self.offsets, self._rho,
+                              self._phi, self._lambdas, gradient, hessian)
+        return gradient, hessian
+
+
+class PairwiseContext:
+    """What a pairwise (RankNet) fit keeps across stages for one data set.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Relevance labels, whole numbers >= 0.
+    group_offsets : array-like of int
+        Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
+    sigma : float, default=1.0
+        Steepness of the pairwise sigmoid.
+    """
+
+    def __init__(self, y, group_offsets, sigma: float = 1.0):
+        self.sigma = _check_sigma(sigma, "sigma")
+        y = query_layout(y, group_offsets)[0]
+        label_gains(y, None)  # the labels' check, as lambdarank's
+        self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
+        # a copy: the Dataset's labels are read-only, a caller's are not, and the kernel
+        # would compile once for each
+        self.label = np.array(y, dtype=np.float64)
+        self._lambdas = np.empty(y.size)
+        self._weights = np.empty(y.size)
+
+    def grad_hess(self, score, gradient=None, hessian=None):
+        """Gradients and hessians (float32) of the rows at raw scores ``score``.
+
+        Parameters
+        ----------
+        score : ndarray of shape (n_samples,)
+            Raw scores.
+        gradient, hessian : ndarray of float32 of shape (n_samples,), default=None
+            Where to write them; new arrays if None.
+
+        Returns
+        -------
+        gradient, hessian : ndarray of float32 of shape (n_samples,)
+        """
+        score, gradient, hessian = _outputs(score, self.label.size, gradient, hessian)
+        grad_hess_pairwise(self.label, score, self.offsets, self.sigma, self._lambdas,
+                           self._weights, gradient, hessian)
+        return gradient, hessian
+
+
+class _RankingLoss(Loss):
+    """What the ranking losses share: query groups, relevance labels, F0 = 0.
+
+    Subclasses build their context in ``_new_context``; it is kept for as long as the
+    same labels and groups come back, that is for one fit.
+    """
+
     needs_group = True
 
     def __init__(self):
@@ -110,19 +219,104 @@ class LambdaRank(Loss):
         return np.zeros(1)
 
     def pointwise(self, y, raw):
-        """Not defined: a ranking loss is a sum over pairs of a query, not over rows."""
-        raise NotImplementedError("lambdarank has no per-row loss: evaluate it with "
+        """Not defined: a ranking loss is a sum over a query's documents, not over rows."""
+        raise NotImplementedError(f"{self.name} has no per-row loss: evaluate it with "
                                   "treeboost.metrics.ndcg_at_k")
+
+    def _new_context(self, y, group_offsets):
+        raise NotImplementedError
+
+    def _context_of(self, y, sample_weight, group_offsets):
+        """The fit's context, built on the first stage of a fit."""
+        if group_offsets is None:
+            raise ValueError(f"{self.name} needs query groups: build the Dataset with "
+                             "group= or qid=")
+        key = (id(group_offsets), id(y), y.size)
+        if self._context_key != key:
+            if np.any(sample_weight != 1.0):
+                raise ValueError(f"{self.name} does not take sample_weight yet")
+            self._context = self._new_context(y, group_offsets)
+            self._context_key = key
+        return self._context
+
+
+class LambdaRank(_RankingLoss):
+    """LambdaRank (LightGBM's ``lambdarank`` objective) over the Dataset's query groups.
+
+    Relevance labels are whole numbers >= 0 with gains ``2**l - 1``; pairs count down to
+    rank 30 (``LambdaRankContext``'s defaults). Raw scores rank the documents of a query;
+    F0 is 0, since a constant does not change a ranking.
+    """
+
+    name = "lambdarank"
+
+    def _new_context(self, y, group_offsets):
+        return LambdaRankContext(y, group_offsets)
 
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None):
         """LambdaRank's gradients and hessians of the rows (float32)."""
-        if group_offsets is None:
-            raise ValueError("lambdarank needs query groups: build the Dataset with group= "
-                             "or qid=")
-        key = (id(group_offsets), id(y), y.size)
-        if self._context_key != key:  # the labels' gains and ideal DCGs, once a fit
-            if np.any(sample_weight != 1.0):
-                raise ValueError("lambdarank does not take sample_weight yet")
-            self._context = LambdaRankContext(y, group_offsets)
-            self._context_key = key
-        self._context.grad_hess(raw[0], gradient[0], hessian[0])
+        self._context_of(y, sample_weight, group_offsets).grad_hess(raw[0], gradient[0],
+                                                                    hessian[0])
+
+
+class RankXENDCG(_RankingLoss):
+    """XE-NDCG (LightGBM's ``rank_xendcg`` objective) over the Dataset's query groups.
+
+    The cross entropy between the softmax of a query's scores and its ground-truth
+    distribution ``phi / sum(phi)``, ``phi = 2**label - gamma`` with ``gamma`` drawn
+    from Uniform[0, 1) afresh for every row each stage (Bruch et al. 2019, "An
+    Alternative Cross Entropy Loss for Learning-to-Rank"), with LightGBM's gradient
+    approximation (``RankXENDCGContext``). The draws come from the stage's ``rng``, so a
+    model depends on ``random_state`` but not on ``n_jobs``. Relevance labels are whole
+    numbers >= 0; F0 is 0, since a constant does not change a ranking.
+    """
+
+    name = "rank_xendcg"
+    needs_rng = True
+
+    def _new_context(self, y, group_offsets):
+        return RankXENDCGContext(y, group_offsets)
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None,
+                         rng=None):
+        """XE-NDCG's gradients and hessians of the rows (float32), noise drawn from ``rng``."""
+        context = self._context_of(y, sample_weight, group_offsets)
+        if rng is None:
+            raise ValueError(f"{self.name} draws its noise from rng=, a numpy Generator")
+        # one vector in row order, drawn here and not in the kernel's threads: the same
+        # draws for any number of threads
+        uniform = rng.random(y.size)
+        context.grad_hess(raw[0], uniform, gradient[0], hessian[0])
+
+
+class Pairwise(_RankingLoss):
+    """RankNet (Burges 2010) over every pair of a query's documents with different labels.
+
+    Each such pair pulls the better labelled document up and the other down by
+    ``sigma / (1 + exp(sigma * (s_high - s_low)))``; unlike lambdarank no NDCG weighting,
+    truncation or normalisation (``PairwiseContext``). Relevance labels are whole
+    numbers >= 0; F0 is 0, since a constant does not change a ranking.
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Steepness of the pairwise sigmoid.
+    """
+
+    name = "pairwise"
+
+    def __init__(self, sigma: float = 1.0):
+        super().__init__()
+        self.sigma = _check_sigma(sigma, "sigma")
+
+    def _new_context(self, y, group_offsets):
+        return PairwiseContext(y, group_offsets, sigma=self.sigma)
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None):
+        """RankNet's gradients and hessians of the rows (float32)."""
+        self._context_of(y, sample_weight, group_offsets).grad_hess(raw[0], gradient[0],
+                                                                    hessian[0])
+
+    def get_params(self):
+        """``sigma``."""
+        return {"sigma": self.sigma}
