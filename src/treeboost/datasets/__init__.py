@@ -1,10 +1,13 @@
-"""Load tabular data files for training: ARFF and CSV to ``(X, y)`` pandas objects.
+"""Load data files for training: ARFF and CSV to ``(X, y)`` pandas objects, svmlight to
+a sparse ``X`` with its query groups.
 
 Data flow: a file -> :func:`load` (dispatch by suffix to ``arff.read_arff`` or
 ``tabular.read_csv``, then ``tabular.split_target``) -> ``X`` (float64 and ``category``
 columns, NaN for missing) and ``y`` -> an estimator, whose input check (SPEC §3) takes
 the ``category`` columns as categorical features. :func:`one_hot` is the alternative
-encoding of SPEC §6 (``treeboost train --one-hot``).
+encoding of SPEC §6 (``treeboost train --one-hot``). svmlight / LibSVM files (by suffix,
+or sniffed from the first line when the name says nothing) go to :func:`read_svmlight`:
+a CSR ``X``, a float ``y`` and, for ranking, the query sizes ``Dataset(group=...)`` takes.
 """
 
 from __future__ import annotations
@@ -16,24 +19,32 @@ import pandas as pd
 
 from ..exceptions import DataError
 from .arff import read_arff
+from .svmlight import SVMLIGHT_SUFFIXES, is_svmlight, read_svmlight
 from .tabular import read_csv, split_target
 
-__all__ = ["categorical_mask", "load", "one_hot"]
+__all__ = ["categorical_mask", "load", "one_hot", "read_svmlight"]
 
 _READERS = {".arff": read_arff, ".arff.gz": read_arff, ".csv": read_csv, ".csv.gz": read_csv}
 
 
-def load(path, target=None):
-    """Load an ARFF or CSV file as features ``X`` and target ``y``.
+def load(path, target=None, *, return_group=False):
+    """Load an ARFF, CSV or svmlight file as features ``X`` and target ``y``.
 
     Parameters
     ----------
     path : str or path-like
-        A ``.arff`` or ``.csv`` file, optionally gzip-compressed (``.arff.gz``,
-        ``.csv.gz``); the suffix decides the format, case-insensitively.
+        A ``.arff``, ``.csv``, ``.svm``, ``.svmlight`` or ``.libsvm`` file, optionally
+        gzip-compressed (``.arff.gz``, ``.csv.gz``, ``.svm.gz``, ...); the suffix decides
+        the format, case-insensitively. A file with any other name (LightGBM's
+        ``rank.train``, ``data.txt.gz``) is read as svmlight when its first line that is
+        neither blank nor a comment reads as ``label [qid:N] index:value ...``
+        (:func:`treeboost.datasets.svmlight.is_svmlight`).
     target : str, default=None
         Name of the target column. ``None`` means the last attribute for ARFF and is an
-        error for CSV, whose message lists the columns.
+        error for CSV, whose message lists the columns. Must be ``None`` for svmlight,
+        whose label is the first value of each line.
+    return_group : bool, default=False
+        Also return the query groups: ``(X, y, group)`` instead of ``(X, y)``.
 
     Returns
     -------
@@ -50,26 +61,52 @@ def load(path, target=None):
         (``y.cat.remove_unused_categories()`` drops them). Rows with a missing target
         are kept.
 
+        For svmlight, ``X`` is instead a ``scipy.sparse.csr_matrix`` of float64 with as
+        many columns as the largest index in the file, and ``y`` a float64 ndarray of the
+        labels; see :func:`read_svmlight`, which also takes ``n_features`` to read a test
+        file as wide as its training file, and the index base.
+    group : ndarray of shape (n_queries,), dtype int64, or None
+        Only with ``return_group=True``: for svmlight, the sizes of the query groups in
+        row order (from ``qid:`` tokens or a LightGBM ``<path>.query`` file beside
+        ``path``), ready for ``treeboost.Dataset(X, y, group=group)``; ``None`` for a
+        file without queries, and always for ARFF and CSV.
+
     Raises
     ------
     DataError
-        For an unknown suffix, a missing target, or a malformed file; the message names
-        the file and, for a malformed file, the line.
+        For an unknown file type, a missing target, a target given for svmlight, or a
+        malformed file; the message names the file and, for a malformed file, the line.
 
     Examples
     --------
     >>> X, y = load("iris.arff")  # doctest: +SKIP
     >>> X, y = load("housing.csv.gz", target="median_house_value")  # doctest: +SKIP
+    >>> X, y, group = load("rank.train", return_group=True)  # doctest: +SKIP
     """
     name = os.fspath(path)
     lowered = name.lower()
-    suffix = next((s for s in _READERS if lowered.endswith(s)), None)
+    suffix = next((s for s in (*_READERS, *SVMLIGHT_SUFFIXES) if lowered.endswith(s)), None)
     if suffix is None:
-        raise DataError(f"{name}: unknown file type; expected one of {', '.join(_READERS)}")
+        exists = os.path.isfile(name)
+        if not exists or not is_svmlight(name):
+            raise DataError(
+                f"{name}: unknown file type{'' if exists else ' (and no such file)'}; "
+                f"expected one of {', '.join((*_READERS, *SVMLIGHT_SUFFIXES))}, or a file of "
+                f"any name whose first data line reads as svmlight "
+                f"('label [qid:N] index:value ...')")
+        suffix = ".svm"
     if not os.path.isfile(name):
         raise DataError(f"{name}: no such file")
-    frame = _READERS[suffix](name)
-    return split_target(frame, target, path=name, default_last=suffix.startswith(".arff"))
+    if suffix in SVMLIGHT_SUFFIXES:
+        if target is not None:
+            raise DataError(f"{name}: target={target!r} does not apply to an svmlight file, "
+                            f"whose label is the first value of each line")
+        X, y, group = read_svmlight(name)
+    else:
+        frame = _READERS[suffix](name)
+        X, y = split_target(frame, target, path=name, default_last=suffix.startswith(".arff"))
+        group = None
+    return (X, y, group) if return_group else (X, y)
 
 
 def categorical_mask(X):
