@@ -100,3 +100,37 @@ def test_bad_input_is_one_clear_error():
         Dataset(X, y, reference=X)
     with pytest.raises(ValueError, match="valid_names must have one name"):
         train({}, Dataset(X, y), valid_sets=[Dataset(X, y)], valid_names=["a", "b"])
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_n_jobs_sets_the_threads_of_the_fit(n_jobs):
+    import numba
+
+    class Threads(TrainingCallback):
+        seen = []
+
+        def after_iteration(self, iteration, evals_log):
+            self.seen.append(numba.get_num_threads())
+            return False
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 4)), rng.normal(size=300)
+    before = numba.get_num_threads()
+    train({"n_estimators": 3, "n_jobs": n_jobs}, Dataset(X, y), callbacks=[Threads()])
+    assert Threads.seen == [min(n_jobs, numba.config.NUMBA_NUM_THREADS)] * 3
+    assert numba.get_num_threads() == before  # restored after the fit
+
+
+def test_max_bins_in_params_bins_the_training_set():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(500, 3)), rng.normal(size=500)
+    booster = train({"n_estimators": 2, "max_bins": 15}, Dataset(X, y))
+    assert booster.bin_mapper.n_bins_non_missing_.max() == 15
+    # one model whichever way max_bins is given
+    other = train({"n_estimators": 2}, Dataset(X, y, max_bins=15))
+    assert_array_equal(booster.predict_raw(X), other.predict_raw(X))
+    with pytest.raises(ValueError, match="max_bins=15 differs from the train_set's max_bins=31"):
+        train({"n_estimators": 2, "max_bins": 15}, Dataset(X, y, max_bins=31))
+    binned = Dataset(X, y).construct()
+    with pytest.raises(ValueError, match="binned already"):
+        train({"n_estimators": 2, "max_bins": 15}, binned)

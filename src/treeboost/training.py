@@ -16,6 +16,8 @@ import numbers
 import numpy as np
 
 from . import params as _params
+from ._dtypes import MAX_BINS
+from ._threads import threads
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
 from .dataset import Dataset
@@ -80,6 +82,20 @@ def _start_scores(data: Dataset, loss: Loss, init_model, what: str):
     return init_raw
 
 
+def _take_max_bins(params: dict, train_set: Dataset, init_model) -> None:
+    """Apply ``params["max_bins"]`` to a training set not binned yet (as LightGBM's
+    ``max_bin`` in ``params``); refuse one that contradicts the set's bins."""
+    wanted = params.get("max_bins")
+    if wanted is None or wanted == train_set.max_bins or init_model is not None:
+        return  # a continued model keeps its own bins
+    if train_set.constructed or train_set.max_bins != MAX_BINS:
+        raise ValueError(f"params max_bins={wanted} differs from the train_set's "
+                         f"max_bins={train_set.max_bins}"
+                         f"{' (it is binned already)' if train_set.constructed else ''}: "
+                         "give max_bins once, to the Dataset or in params")
+    train_set.max_bins = wanted
+
+
 def _keep_feature_info(booster: Booster, train_set: Dataset) -> None:
     """Give the booster the training set's feature names and frame categories."""
     names = train_set.feature_names
@@ -106,7 +122,9 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         tree and sampling parameters, ``eval_metric`` (names and ``Metric``
         objects), ``n_iter_no_change`` and ``tol`` (early stopping on the last
         validation set, or on the training data without one), ``verbose``
-        (log every ``verbose`` stages), ``random_state`` (int). Names missing
+        (log every ``verbose`` stages), ``random_state`` (int), ``n_jobs``
+        (threads of this call), ``max_bins`` (applied to a ``train_set`` not yet
+        binned, which must not have another ``max_bins`` of its own). Names missing
         take the table's defaults; ``n_classes`` may be given for
         classification (else it is ``max(label) + 1``).
     train_set : Dataset
@@ -161,6 +179,7 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
                          "loss; see treeboost.params")
     _params.validate({k: v for k, v in params.items()
                       if k in table and not (k == "loss" and isinstance(v, Loss))}, scope)
+    _take_max_bins(params, train_set, init_model)
     params = with_defaults(params, scope)
     seed = _seed(params["random_state"])
     streams = make_streams(seed)
@@ -200,9 +219,10 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         chain.append(stopper)
     chain.extend(callbacks)
     record_training = bool(verbose) or (patience is not None and not eval_sets)
-    evals = booster.fit(train_set.binned, train_set.label, train_set.weight, seed,
-                        eval_sets, metrics, record_training, chain, trace,
-                        init_raw=init_raw, group_offsets=train_set.group_offsets)
+    with threads(params["n_jobs"]):
+        evals = booster.fit(train_set.binned, train_set.label, train_set.weight, seed,
+                            eval_sets, metrics, record_training, chain, trace,
+                            init_raw=init_raw, group_offsets=train_set.group_offsets)
     # the stopper's after_training kept the stages up to its best one
     booster.best_iteration = None if stopper is None else stopper.best_iteration
     booster.evals_result = evals
