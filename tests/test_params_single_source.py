@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from treeboost import TreeBoostClassifier, TreeBoostRegressor
+from treeboost import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
 from treeboost.booster import BoostingParams
 from treeboost.grower import GrowerParams
 from treeboost.params import PARAMS, Param, params_for, part_names
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "treeboost"
-ESTIMATORS = [("regressor", TreeBoostRegressor), ("classifier", TreeBoostClassifier)]
+ESTIMATORS = [("regressor", TreeBoostRegressor), ("classifier", TreeBoostClassifier),
+              ("ranker", TreeBoostRanker)]
 
 #: (module, parameter name) -> why a default equal to the table's is written there
 ALLOWED_REPEATS = {
@@ -37,6 +38,9 @@ ALLOWED_REPEATS = {
     ("losses/regression.py", "alpha"): "the loss classes' own constructors (get_loss); "
     "the estimators always pass the table's value",
     ("losses/regression.py", "power"): "as alpha",
+    **{("losses/ranking.py", name): "as alpha: the ranking losses' constructors"
+       for name in ("lambdarank_truncation_level", "lambdarank_norm", "sigmoid",
+                    "label_gain")},
 }
 
 
@@ -89,7 +93,15 @@ def test_typed_views_are_the_table():
 
 
 def test_loss_parameters_reach_the_loss():
-    assert part_names("loss") == ("alpha", "power")
+    assert part_names("loss", "regressor") == ("alpha", "power")
+    assert part_names("loss", "ranker") == ("lambdarank_truncation_level", "lambdarank_norm",
+                                            "sigmoid", "label_gain")
+    ranker = TreeBoostRanker(lambdarank_truncation_level=5, sigmoid=2.0, label_gain=[0, 1, 5])
+    assert ranker._make_loss().get_params() == {
+        "lambdarank_truncation_level": 5, "lambdarank_norm": True, "sigmoid": 2.0,
+        "label_gain": [0.0, 1.0, 5.0]}
+    assert TreeBoostRanker("pairwise", sigmoid=0.5)._make_loss().get_params() == {
+        "sigmoid": 0.5}
     est = TreeBoostRegressor("tweedie", power=1.7, alpha=0.3)
     assert est._make_loss().get_params() == {"power": 1.7}
     assert TreeBoostRegressor("quantile", alpha=0.3)._make_loss().get_params() == {"alpha": 0.3}

@@ -195,11 +195,11 @@ def test_pairwise_default_sigma_and_parameters():
     assert isinstance(loss, Pairwise)
     assert loss.needs_group
     assert not loss.needs_rng
-    assert loss.get_params() == {"sigma": 1.0}
-    assert get_loss("pairwise", sigma=2.5).get_params() == {"sigma": 2.5}
+    assert loss.get_params() == {"sigmoid": 1.0}
+    assert get_loss("pairwise", sigmoid=2.5).get_params() == {"sigmoid": 2.5}
     for bad in (0.0, -1.0, float("inf"), "1"):
-        with pytest.raises(ValueError, match="sigma"):
-            Pairwise(sigma=bad)
+        with pytest.raises(ValueError, match="sigmoid"):
+            Pairwise(sigmoid=bad)
         with pytest.raises(ValueError, match="sigma"):
             PairwiseContext(np.array([0.0, 1.0]), [0, 2], sigma=bad)
 
@@ -304,17 +304,18 @@ def test_train_pairwise_learns_a_known_ranking():
     np.testing.assert_array_equal(one.predict_raw(Xt), two.predict_raw(Xt))
 
 
-def test_pairwise_sigma_survives_save_and_load(tmp_path):
+def test_pairwise_sigmoid_from_params_survives_save_and_load(tmp_path):
     from treeboost import Dataset, train
     from treeboost.serialization import load_booster, save_booster
 
     X, y, group = _synthetic_queries(0, n_queries=10)
-    booster = train({"loss": Pairwise(sigma=2.0), "n_estimators": 2},
+    booster = train({"loss": "pairwise", "sigmoid": 2.0, "n_estimators": 2},
                     Dataset(X, y, group=group))
+    assert booster.loss.sigma == 2.0
     save_booster(booster, tmp_path / "model.json")
     loaded = load_booster(tmp_path / "model.json")
     assert loaded.loss.name == "pairwise"
-    assert loaded.loss.get_params() == {"sigma": 2.0}
+    assert loaded.loss.get_params() == {"sigmoid": 2.0}
     np.testing.assert_array_equal(loaded.predict_raw(X), booster.predict_raw(X))
 
 

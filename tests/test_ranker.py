@@ -185,3 +185,31 @@ def test_ranking_metric_needs_groups_on_every_evaluated_set(data):
     with pytest.raises(ValueError, match="needs query groups"):
         tb.train({"n_estimators": 2, "eval_metric": "ndcg@5"}, tb.Dataset(X, y),
                  valid_sets=[tb.Dataset(Xv, yv)])
+
+
+def test_ranking_parameters_reach_the_loss_and_the_metric(data):
+    (X, y, g), (Xv, yv, gv) = data
+    gain = [0.0, 1.0, 2.0, 3.0, 10.0]
+    model = tb.TreeBoostRanker(n_estimators=5, label_gain=gain, lambdarank_truncation_level=5,
+                               sigmoid=2.0, random_state=0)
+    model.fit(X, y, group=g, eval_set=[(Xv, yv)], eval_group=[gv])
+    assert model.booster_.loss.get_params()["label_gain"] == gain
+    logged = model.evals_result_["validation_0"]["ndcg@10"][-1]
+    assert logged == pytest.approx(ndcg_at_k(yv, model.predict(Xv), _offsets(gv), 10, gain),
+                                   abs=1e-12)
+    assert logged != pytest.approx(ndcg_at_k(yv, model.predict(Xv), _offsets(gv), 10))
+    # the parameters change the model: the default's differs
+    default = tb.TreeBoostRanker(n_estimators=5, random_state=0).fit(X, y, group=g)
+    assert not np.array_equal(default.predict(Xv), model.predict(Xv))
+    with pytest.raises(ValueError, match="label_gain"):
+        tb.TreeBoostRanker(label_gain=[0, 1]).fit(X, y, group=g)
+    with pytest.raises(ValueError, match="label_gain"):
+        tb.TreeBoostRanker(label_gain=[0, -1, 2]).fit(X, y, group=g)
+
+
+@pytest.mark.parametrize("loss", ["rank_xendcg", "pairwise"])
+def test_every_ranking_loss_through_the_ranker(data, loss):
+    (X, y, g), (Xv, yv, gv) = data
+    model = tb.TreeBoostRanker(loss, n_estimators=40, random_state=0).fit(X, y, group=g)
+    assert model.booster_.loss.name == loss
+    assert model.score(Xv, yv, group=gv) > 0.85

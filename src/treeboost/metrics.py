@@ -378,10 +378,17 @@ class _RankingMetric(_BuiltinMetric):
 
     def evaluate(self, y, raw, sample_weight, loss, y_pred=None, where="",
                  group_offsets=None) -> float:
-        """The metric of raw scores ``raw`` (1, n_samples) over the data's query groups."""
+        """The metric of raw scores ``raw`` (1, n_samples) over the data's query groups.
+
+        NDCG takes the loss's ``label_gain`` where it has one (lambdarank), as LightGBM's
+        metric shares the objective's gains.
+        """
         if group_offsets is None:
             raise ValueError(f"eval_metric {self.name!r} needs query groups{where}: give "
                              "every evaluated data set its groups (group= or qid=)")
+        if self.fn is ndcg_at_k:
+            return float(ndcg_at_k(y, raw[0], group_offsets, self.k,
+                                   getattr(loss, "label_gain", None)))
         return float(self.fn(y, raw[0], group_offsets, self.k))
 
 

@@ -139,6 +139,20 @@ PARAMS = [
           part="loss"),
     Param("power", "float", 1.5, "Variance power of the Tweedie loss, in (1, 2) or > 2.",
           low=1.0, closed="neither", scope="regressor", part="loss"),
+    Param("lambdarank_truncation_level", "int", 30, "lambdarank: pairs count when one of "
+          "the two ranks in the top this many by the current scores; also the cut-off of "
+          "the NDCG whose changes weigh the pairs (LightGBM's).", low=1, scope="ranker",
+          part="loss"),
+    Param("lambdarank_norm", "custom", True, "lambdarank: normalise each query's lambdas "
+          "(divide by 0.01 + |score gap| and scale by log2(1 + S) / S), as LightGBM.",
+          choices="True or False", scope="ranker", part="loss"),
+    Param("sigmoid", "float", 1.0, "lambdarank and pairwise: steepness sigma of the "
+          "pairwise sigmoid 1 / (1 + exp(sigma * (s_i - s_j))).", low=0.0, closed="neither",
+          scope="ranker", part="loss"),
+    Param("label_gain", "custom", None, "lambdarank and the ndcg@k metrics: gain of each "
+          "relevance label, a list indexed by label; None: 2**label - 1.",
+          choices="None or a list of finite numbers >= 0, one per label", scope="ranker",
+          part="loss"),
     Param("n_estimators", "int", 100, "Number of boosting stages.", low=1, part="booster"),
     Param("learning_rate", "float", 0.1, "Shrinkage nu applied to every leaf value.",
           low=0.0, closed="right", part="booster"),
@@ -292,6 +306,19 @@ def _check_class_weight(value) -> bool:
         for w in value.values())
 
 
+def _check_label_gain(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (str, bytes, dict)):
+        return False
+    try:
+        gains = np.asarray(list(value), dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return gains.ndim == 1 and gains.size > 0 and bool(np.all(np.isfinite(gains))) \
+        and bool(np.all(gains >= 0))
+
+
 def _check_bool(value) -> bool:
     return isinstance(value, (bool, np.bool_))
 
@@ -303,6 +330,7 @@ _CUSTOM_CHECKS = {"categorical_features": _check_categorical_features,
                   "xgboost_dart_mode": _check_bool, "trace": _check_bool,
                   "warm_start": _check_bool,
                   "use_quantized_grad": lambda v: _check_bool(v) or v == "auto",
+                  "lambdarank_norm": _check_bool, "label_gain": _check_label_gain,
                   "stochastic_rounding": _check_bool}
 
 
@@ -336,9 +364,11 @@ def with_defaults(values: dict, scope: str) -> dict:
     return {**defaults(scope), **values}
 
 
-def part_names(part: str) -> tuple[str, ...]:
-    """The names of the table's entries of ``part`` ("grower", "booster", "loss")."""
-    return tuple(dict.fromkeys(p.name for p in PARAMS if p.part == part))
+def part_names(part: str, scope: str | None = None) -> tuple[str, ...]:
+    """The names of the table's entries of ``part`` ("grower", "booster", "loss"), of
+    every scope or of ``scope``'s estimator."""
+    return tuple(dict.fromkeys(p.name for p in PARAMS if p.part == part and (
+        scope is None or p.scope in ("all", scope))))
 
 
 def signature(scope: str) -> inspect.Signature:

@@ -458,7 +458,7 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
 
     def _make_loss(self):
         return get_loss(self.loss, **{name: getattr(self, name)
-                                      for name in _params.part_names("loss")})
+                                      for name in _params.part_names("loss", self._scope)})
 
     def _encode_target(self, y):
         return np.asarray(y, dtype=Y_DTYPE)
@@ -790,8 +790,7 @@ class TreeBoostRanker(_TreeBoostBase):
 
     def _make_loss(self):
         return get_loss(self.loss, **{name: getattr(self, name)
-                                      for name in _params.part_names("loss")
-                                      if hasattr(self, name)})
+                                      for name in _params.part_names("loss", self._scope)})
 
     def _encode_target(self, y):
         return self._encode_eval_target(y)

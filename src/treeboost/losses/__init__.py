@@ -278,9 +278,10 @@ for _cls, _params in ((SquaredError, ()), (AbsoluteError, ()), (Huber, ("alpha",
 _register("log_loss", _log_loss, task="classification", params=("multiclass_step",),
           builtin=True)
 _register("exponential", ExponentialLoss, task="classification", builtin=True)
-_register("lambdarank", LambdaRank, task="ranking", builtin=True)
+_register("lambdarank", LambdaRank, task="ranking", builtin=True,
+          params=("lambdarank_truncation_level", "lambdarank_norm", "sigmoid", "label_gain"))
 _register("rank_xendcg", RankXENDCG, task="ranking", builtin=True)
-_register("pairwise", Pairwise, task="ranking", params=("sigma",), builtin=True)
+_register("pairwise", Pairwise, task="ranking", params=("sigmoid",), builtin=True)
 del _cls, _params
 
 __all__ = ["Loss", "LEAF_LINE_SEARCHES", "TASKS", "available_losses", "get_loss",

@@ -243,15 +243,40 @@ class _RankingLoss(Loss):
 class LambdaRank(_RankingLoss):
     """LambdaRank (LightGBM's ``lambdarank`` objective) over the Dataset's query groups.
 
-    Relevance labels are whole numbers >= 0 with gains ``2**l - 1``; pairs count down to
-    rank 30 (``LambdaRankContext``'s defaults). Raw scores rank the documents of a query;
-    F0 is 0, since a constant does not change a ranking.
+    Relevance labels are whole numbers >= 0. Raw scores rank the documents of a query;
+    F0 is 0, since a constant does not change a ranking. See ``LambdaRankContext``.
+
+    Parameters
+    ----------
+    lambdarank_truncation_level : int, default=30
+        Pairs count when one of the two ranks in the top this many; the NDCG cut-off.
+    lambdarank_norm : bool, default=True
+        Normalise each query's lambdas.
+    sigmoid : float, default=1.0
+        Steepness of the pairwise sigmoid.
+    label_gain : sequence of float, default=None
+        Gain of each label; None gives ``2**l - 1``.
     """
 
     name = "lambdarank"
 
+    def __init__(self, lambdarank_truncation_level: int = 30, lambdarank_norm: bool = True,
+                 sigmoid: float = 1.0, label_gain=None):
+        super().__init__()
+        self.lambdarank_truncation_level = lambdarank_truncation_level
+        self.lambdarank_norm = bool(lambdarank_norm)
+        self.sigmoid = _check_sigma(sigmoid, "sigmoid")
+        self.label_gain = None if label_gain is None else [float(v) for v in label_gain]
+
     def _new_context(self, y, group_offsets):
-        return LambdaRankContext(y, group_offsets)
+        return LambdaRankContext(y, group_offsets, self.lambdarank_truncation_level,
+                                 self.sigmoid, self.lambdarank_norm, self.label_gain)
+
+    def get_params(self):
+        """The four parameters above (saved in model files)."""
+        return {"lambdarank_truncation_level": self.lambdarank_truncation_level,
+                "lambdarank_norm": self.lambdarank_norm, "sigmoid": self.sigmoid,
+                "label_gain": self.label_gain}
 
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None):
         """LambdaRank's gradients and hessians of the rows (float32)."""
@@ -299,15 +324,15 @@ class Pairwise(_RankingLoss):
 
     Parameters
     ----------
-    sigma : float, default=1.0
-        Steepness of the pairwise sigmoid.
+    sigmoid : float, default=1.0
+        Steepness of the pairwise sigmoid (``sigma``; the name of lambdarank's).
     """
 
     name = "pairwise"
 
-    def __init__(self, sigma: float = 1.0):
+    def __init__(self, sigmoid: float = 1.0):
         super().__init__()
-        self.sigma = _check_sigma(sigma, "sigma")
+        self.sigma = _check_sigma(sigmoid, "sigmoid")
 
     def _new_context(self, y, group_offsets):
         return PairwiseContext(y, group_offsets, sigma=self.sigma)
@@ -318,5 +343,5 @@ class Pairwise(_RankingLoss):
                                                                     hessian[0])
 
     def get_params(self):
-        """``sigma``."""
-        return {"sigma": self.sigma}
+        """``sigmoid`` (saved in model files)."""
+        return {"sigmoid": self.sigma}
