@@ -17,6 +17,14 @@ _SKIP = {"random_state", "categorical_features", "class_weight"}
 #: default of every generated option: "not given", told apart from an explicit "none"
 UNSET = object()
 
+#: the task each estimator scope of the parameter table learns
+TASKS = {"classifier": "classification", "regressor": "regression", "ranker": "ranking"}
+
+
+def _applies_to(entries) -> str:
+    """"regression", "classification and ranking", ...: the tasks an option is for."""
+    return " and ".join(sorted({TASKS[p.scope] for p in entries}))
+
 
 def seed(text: str) -> int:
     """``--seed``: an int the models take as ``random_state`` (checked by the table)."""
@@ -57,14 +65,19 @@ def _typed(entries):
 
 
 def add_param_options(parser: argparse.ArgumentParser) -> None:
-    """Add one option per estimator parameter of the table (both estimators' scopes)."""
+    """Add one option per estimator parameter of the table (every estimator's scope)."""
     group = parser.add_argument_group("model parameters (see the estimators' docstrings)")
     for name, entries in _entries().items():
         scopes = {p.scope for p in entries}
-        note = "" if "all" in scopes or scopes == {"regressor", "classifier"} else \
-            f" ({next(iter(scopes))} only)"
-        defaults = "/".join(f"{p.default!r}" for p in entries)
-        help_text = f"{entries[0].doc} {entries[0].describe()}; default {defaults}{note}"
+        note = "" if "all" in scopes or scopes >= set(TASKS) else \
+            f" ({_applies_to(entries)} only)"
+        if len({p.describe() for p in entries}) == 1:
+            values = f"{entries[0].describe()}; default " + \
+                "/".join(f"{p.default!r}" for p in entries)
+        else:  # per task (--loss): each estimator takes other values
+            values = "; ".join(f"{TASKS[p.scope]}: {p.describe()}, default {p.default!r}"
+                               for p in entries)
+        help_text = f"{entries[0].doc} {values}{note}"
         kwargs = {"choices": list(entries[0].choices)} if entries[0].kind == "str" and \
             len(entries) == 1 and not entries[0].none_ok else {}
         group.add_argument("--" + name.replace("_", "-"), dest=name, default=UNSET,
@@ -78,8 +91,9 @@ def chosen_params(args: argparse.Namespace, scope: str) -> dict:
     Raises
     ------
     ValueError
-        For an option that applies only to the other kind of estimator, for
-        example ``--alpha`` on a classification dataset.
+        For an option that does not apply to ``scope``'s estimator ("classifier",
+        "regressor" or "ranker"), for example ``--alpha`` on a classification or a
+        ranking dataset, or ``--sigmoid`` on a regression dataset.
     """
     chosen = {}
     for name, entries in _entries().items():
@@ -88,10 +102,8 @@ def chosen_params(args: argparse.Namespace, scope: str) -> dict:
             continue
         fitting = [p for p in entries if p.scope in ("all", scope)]
         if not fitting:
-            task = "classification" if scope == "regressor" else "regression"
-            raise ValueError(f"--{name.replace('_', '-')} applies to {task} only, and "
-                             f"this dataset's task is "
-                             f"{'regression' if scope == 'regressor' else 'classification'}")
+            raise ValueError(f"--{name.replace('_', '-')} applies to {_applies_to(entries)} "
+                             f"only, and this dataset's task is {TASKS[scope]}")
         fitting[0].check(value)
         chosen[name] = value
     return chosen

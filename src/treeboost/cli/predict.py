@@ -4,7 +4,9 @@ Data flow: a model file -> ``treeboost.load_model``; a data file -> its full tab
 (ARFF/CSV readers of ``treeboost.datasets``) -> the model's feature columns by name
 (a target column or other extra columns are ignored; one-hot columns are rebuilt when the
 model was trained with ``--one-hot``) -> ``predict`` (and ``predict_proba``) -> CSV on
-stdout or in ``--out`` (an existing file is kept unless ``--force``).
+stdout or in ``--out`` (an existing file is kept unless ``--force``). An svmlight file
+(a ranking model's data) is read as a sparse matrix as wide as the model's features, and
+its labels and queries are ignored: a ranker's predictions are per-row scores.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ def add_parser(sub) -> None:
                        description="Predict with a model saved by `treeboost train --save` "
                                    "(or save_model); one CSV row per data row.")
     p.add_argument("model", metavar="MODEL", help="model file (JSON)")
-    p.add_argument("data", metavar="DATA", help="ARFF or CSV file with the model's features")
+    p.add_argument("data", metavar="DATA",
+                   help="ARFF or CSV file with the model's features, or an svmlight file "
+                        "(features by position)")
     p.add_argument("--out", metavar="FILE", help="CSV file to write (default: stdout)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     p.add_argument("--proba", action="store_true",
@@ -77,16 +81,25 @@ def run(args) -> int:
 
     if args.out and os.path.exists(args.out) and not args.force:
         raise FileExistsError(f"{args.out} exists; pass --force to overwrite it")
+    from ..study.data import is_svmlight_file
+
     model = load_model(args.model)
-    # a CSV has no column types: the model's categorical columns are read as labels,
-    # even where this file holds only numbers in them
-    names = [str(n) for n in getattr(model, "feature_names_in_", [])]
-    categorical = {names[j] for j in model.pandas_categories_ if j < len(names)}
-    X = model_features(model, read_table(args.data, categorical), args.data)
+    if is_svmlight_file(args.data):
+        from ..datasets import read_svmlight
+
+        # the model's width: a file whose last features are all zero is narrower
+        X = read_svmlight(args.data, n_features=model.n_features_in_)[0]
+    else:
+        # a CSV has no column types: the model's categorical columns are read as labels,
+        # even where this file holds only numbers in them
+        names = [str(n) for n in getattr(model, "feature_names_in_", [])]
+        categorical = {names[j] for j in model.pandas_categories_ if j < len(names)}
+        X = model_features(model, read_table(args.data, categorical), args.data)
     out = pd.DataFrame({"prediction": model.predict(X)})
     if args.proba:
         if not hasattr(model, "predict_proba"):
-            raise ValueError("--proba needs a classifier; this model is a regressor")
+            raise ValueError(f"--proba needs a classifier; this model is a "
+                             f"{type(model).__name__}")
         proba = model.predict_proba(X)
         for k, label in enumerate(model.classes_):
             out[f"proba_{label}"] = proba[:, k]

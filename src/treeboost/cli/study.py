@@ -32,8 +32,10 @@ def add_parsers(sub) -> None:
                     "search with the same budget. Results go to DIR/study.sqlite as they "
                     "arrive: run the same command again to resume a stopped study.")
     p.add_argument("data", nargs="*", metavar="DATA",
-                   help="data files or folders of ARFF/CSV files (a folder's MANIFEST.tsv "
-                        "gives targets and tasks); none: scikit-learn's bundled datasets")
+                   help="data files or folders of ARFF, CSV or svmlight files (a folder's "
+                        "MANIFEST.tsv gives targets and tasks); an svmlight file with query "
+                        "groups (qid: or a .query file) is a ranking dataset, scored by "
+                        "NDCG@10; none: scikit-learn's bundled datasets")
     p.add_argument("--out", default="study", metavar="DIR",
                    help="folder of the database and the report (default: %(default)s)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
@@ -42,18 +44,21 @@ def add_parsers(sub) -> None:
     p.add_argument("--trials", type=int, metavar="N",
                    help="Bayesian budget in configurations per dataset (default: grid size)")
     p.add_argument("--folds", type=int, default=1, metavar="K",
-                   help="1: stratified 80/20 hold-out (default); K >= 2: stratified K-fold")
+                   help="1: stratified 80/20 hold-out (default); K >= 2: stratified K-fold; "
+                        "ranking data is cut by whole queries")
     p.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                    help="worker processes (default: all cores, %(default)s); -1 all cores")
     p.add_argument("--seed", type=seed, default=0, help="seed of the splits and the models")
     p.add_argument("--target", help="target column of files without a manifest")
-    p.add_argument("--task", choices=["all", "classification", "regression"], default="all",
+    p.add_argument("--task", choices=["all", "classification", "regression", "ranking"],
+                   default="all",
                    help="which datasets to keep (default: all)")
     p.add_argument("--one-hot", action="store_true",
                    help="one-hot encode categorical columns instead of native splits")
     p.add_argument("--baselines", metavar="M1,M2",
                    help="reference models on the same folds, among treeboost (defaults), "
-                        "lightgbm, sklearn (default: those installed); 'none' for none")
+                        "lightgbm, sklearn (default: those installed; sklearn has no "
+                        "ranker and sits out ranking datasets); 'none' for none")
     p.add_argument("--no-report", action="store_true", help="do not write the report")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=run)

@@ -1,10 +1,14 @@
 """``treeboost train DATA``: load, encode, split 80/20, fit, print test metrics, save.
 
-Data flow: a file -> ``study.data.load_spec`` (ARFF/CSV via ``treeboost.datasets``; the
-task from the target's type) -> ``one_hot`` on request -> ``study.data.split_indices``
-(the study's seeded, stratified hold-out, so ``train`` and ``study`` score the same rows)
--> ``TreeBoostClassifier``/``TreeBoostRegressor`` with the options of the parameter
-table -> metrics on the 20 % -> stdout (text or JSON) and, with ``--save``, a model file.
+Data flow: a file -> ``study.data.load_spec`` (ARFF/CSV via ``treeboost.datasets``,
+svmlight for ranking; the task from the target's type, or ranking for query groups) ->
+``one_hot`` on request -> ``study.data.split_indices`` (the study's seeded, stratified
+hold-out, so ``train`` and ``study`` score the same rows) or, for ranking,
+``study.data.split_queries`` (whole queries, as the study) -- or, with ``--test FILE``,
+that file as the test part -> ``TreeBoostClassifier``/``TreeBoostRegressor``/
+``TreeBoostRanker`` with the options of the parameter table -> metrics on the test part
+(NDCG@1/3/5/10 and MAP@10 over its queries for ranking) -> stdout (text or JSON) and,
+with ``--save``, a model file.
 """
 
 from __future__ import annotations
@@ -12,23 +16,45 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+import scipy.sparse as sp
 
 from ._options import add_param_options, chosen_params, seed
+
+#: the estimator scope of the parameter table that learns each task
+SCOPES = {"classification": "classifier", "regression": "regressor", "ranking": "ranker"}
+
+#: the cut-offs of the ranking metrics printed
+NDCG_CUTOFFS = (1, 3, 5, 10)
+MAP_CUTOFF = 10
 
 
 def add_parser(sub) -> None:
     """Register the ``train`` subcommand."""
     p = sub.add_parser("train", help="train on a data file and print test metrics",
-                       description="Train on an ARFF or CSV file: stratified 80/20 split "
-                                   "(plain for regression), fit, print test metrics.")
-    p.add_argument("data", metavar="DATA", help="ARFF or CSV file (optionally .gz)")
+                       description="Train on an ARFF, CSV or svmlight file: stratified "
+                                   "80/20 split (plain for regression, by whole queries for "
+                                   "ranking) or a separate --test file, fit, print test "
+                                   "metrics.")
+    p.add_argument("data", metavar="DATA",
+                   help="ARFF, CSV or svmlight file (optionally .gz); an svmlight file with "
+                        "query groups (qid: tokens or a DATA.query file) is a ranking "
+                        "dataset")
+    p.add_argument("--test", metavar="FILE",
+                   help="test file in DATA's format and columns: scored instead of a split "
+                        "of DATA")
     p.add_argument("--target", help="target column (default: last ARFF attribute; "
                                     "required for CSV)")
-    p.add_argument("--task", choices=["auto", "classification", "regression"],
-                   default="auto", help="default: classification for a nominal or text "
-                                        "target, else regression")
+    p.add_argument("--task", choices=["auto", "classification", "regression", "ranking"],
+                   default="auto", help="default: ranking for query groups (svmlight qid: "
+                                        "or .query, or --query-column), classification "
+                                        "for a nominal or text target, else regression")
+    p.add_argument("--query-column", metavar="NAME",
+                   help="ranking from an ARFF or CSV file: the column of query ids (the "
+                        "rows of a query contiguous)")
     p.add_argument("--one-hot", action="store_true",
                    help="one 0/1 column per category instead of native categorical splits")
     p.add_argument("--seed", type=seed, default=0, help="seed of the split and the model")
@@ -39,32 +65,136 @@ def add_parser(sub) -> None:
     p.set_defaults(handler=run)
 
 
-def load_split(path, target, task, one_hot, seed):
-    """The data of ``train``: features and target, split into the train and test parts."""
+@dataclass
+class Split:
+    """The data of ``train``: the task, the train and test parts, and how they were made.
+
+    ``train_group``/``test_group`` are the query sizes of each part for ranking, else
+    None; ``how`` says how the test part was made ("80/20 by query", a file, ...).
+    """
+
+    task: str
+    X_train: object
+    X_test: object
+    y_train: object
+    y_test: object
+    train_group: np.ndarray | None
+    test_group: np.ndarray | None
+    how: str
+
+
+def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Split:
+    """The data of ``train``: features and target, split into the train and test parts.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The data file.
+    target : str or None
+        Its target column (ARFF/CSV).
+    task : {"auto", "classification", "regression", "ranking"}
+        The task; "auto" decides from the file (see ``study.data.load_spec``).
+    one_hot : bool
+        One-hot encode the categorical columns.
+    seed : int
+        Seed of the 80/20 split (the study's helpers: rows stratified by class, or
+        whole queries for ranking).
+    test : str or path-like, default=None
+        A test file in the same format and columns, used as the test part instead of
+        a split of ``path``.
+    query : str, default=None
+        Column of query ids of an ARFF/CSV ranking file.
+
+    Returns
+    -------
+    Split
+    """
     from ..datasets import one_hot as encode
-    from ..study.data import DatasetSpec, load_spec, split_indices
+    from ..study.data import DatasetSpec, load_spec, split_indices, split_queries, take_rows
 
     spec = DatasetSpec(os.path.basename(path), os.fspath(path), target,
-                       None if task == "auto" else task)
-    X, y, task = load_spec(spec)
-    if one_hot:
+                       None if task == "auto" else task, query)
+    # a training file and its test file share one index base, decided over both
+    # (_like_training); one file alone decides its own, as read_svmlight does
+    zero_based = "auto" if test is None else True
+    X, y, task, group = load_spec(spec, return_group=True, zero_based=zero_based)
+    if test is not None:
+        test_spec = DatasetSpec(os.path.basename(test), os.fspath(test), target, task, query)
+        X_test, y_test, _, test_group = load_spec(test_spec, return_group=True,
+                                                  zero_based=True)
+        X, X_test = _like_training(X, X_test, test, one_hot)
+        return Split(task, X, X_test, y, y_test, group, test_group,
+                     f"test file {os.fspath(test)}")
+    if one_hot and not sp.issparse(X):
         X = encode(X)
-    train, test = split_indices(y, task, 1, 0, seed)
-    return task, X.iloc[train], X.iloc[test], y.iloc[train], y.iloc[test]
+    if task == "ranking":
+        train, held, train_group, test_group = split_queries(group, 1, 0, seed)
+        how = "80/20 by query"
+    else:
+        (train, held), train_group, test_group = split_indices(y, task, 1, 0, seed), None, None
+        how = "80/20 stratified" if task == "classification" else "80/20"
+    return Split(task, take_rows(X, train), take_rows(X, held), take_rows(y, train),
+                 take_rows(y, held), train_group, test_group, how)
+
+
+def _like_training(X, X_test, path, one_hot):
+    """The training and test features in one layout: the training file's columns (and
+    categories, for one-hot), or for svmlight one index base and one width."""
+    from ..datasets import one_hot as encode
+    from ..exceptions import DataError
+
+    if sp.issparse(X) != sp.issparse(X_test):
+        raise DataError(f"{path}: not in the training file's format (svmlight for both, or "
+                        "ARFF/CSV for both)")
+    if sp.issparse(X):
+        # read with raw indices: one-based files leave column 0 empty in both
+        if X[:, 0].nnz == 0 and X_test[:, 0].nnz == 0:
+            X, X_test = X[:, 1:], X_test[:, 1:]
+        # a last feature may be absent (all zeros) from either file
+        width = max(X.shape[1], X_test.shape[1])
+        return tuple(sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
+                     for m in (X, X_test))
+    missing = [str(c) for c in X.columns if c not in X_test.columns]
+    if missing:
+        raise DataError(f"{path} lacks {len(missing)} of the training file's columns: "
+                        f"{', '.join(map(repr, missing[:5]))}{' ...' if len(missing) > 5 else ''}")
+    X_test = X_test[list(X.columns)].copy()
+    if not one_hot:
+        return X, X_test  # the estimator codes the test categories by the training ones
+    for name in X.columns:
+        if all(isinstance(f[name].dtype, pd.CategoricalDtype) for f in (X, X_test)):
+            # the training categories' indicator columns, in their order; a category
+            # unseen in training is all zeros, as a missing value
+            X_test[name] = X_test[name].cat.set_categories(X[name].cat.categories)
+    X, X_test = encode(X), encode(X_test)
+    if list(X_test.columns) != list(X.columns):
+        raise DataError(f"{path}: some columns are categorical in one file and numeric in "
+                        "the other; one-hot encoding gives them other columns")
+    return X, X_test
 
 
 def make_model(task, params, seed):
     """The estimator of ``task`` with the given parameters and seed."""
-    from .. import TreeBoostClassifier, TreeBoostRegressor
+    from .. import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
 
-    cls = TreeBoostClassifier if task == "classification" else TreeBoostRegressor
+    cls = {"classification": TreeBoostClassifier, "ranking": TreeBoostRanker}.get(
+        task, TreeBoostRegressor)
     return cls(**params, random_state=seed)
 
 
-def metrics(task, model, X_test, y_test) -> dict:
-    """Test metrics: accuracy, log-loss, AUC (binary), macro F1; or RMSE, MAE, R2."""
+def metrics(task, model, X_test, y_test, group=None) -> dict:
+    """Test metrics: accuracy, log-loss, AUC (binary), macro F1; or RMSE, MAE, R2; or,
+    for ranking (``group`` the test queries' sizes), NDCG@1/3/5/10 and MAP@10."""
     from sklearn import metrics as m
 
+    if task == "ranking":
+        from ..metrics import map_at_k, ndcg_at_k
+
+        scores = model.predict(X_test)
+        offsets = np.concatenate(([0], np.cumsum(group)))
+        out = {f"ndcg@{k}": ndcg_at_k(y_test, scores, offsets, k) for k in NDCG_CUTOFFS}
+        out[f"map@{MAP_CUTOFF}"] = map_at_k(y_test, scores, offsets, MAP_CUTOFF)
+        return out
     if task == "regression":
         pred = model.predict(X_test)
         y = np.asarray(y_test, dtype=np.float64)
@@ -91,22 +221,32 @@ def run(args) -> int:
         check_destination(args.save)  # before the fit, not after it
         if os.path.exists(args.save) and not args.force:
             raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
-    task, X_train, X_test, y_train, y_test = load_split(args.data, args.target, args.task,
-                                                        args.one_hot, args.seed)
-    scope = "classifier" if task == "classification" else "regressor"
-    model = make_model(task, chosen_params(args, scope), args.seed)
+    data = load_split(args.data, args.target, args.task, args.one_hot, args.seed, args.test,
+                      args.query_column)
+    task = data.task
+    chosen = chosen_params(args, SCOPES[task])
+    model = make_model(task, chosen, args.seed)
     start = time.perf_counter()
-    model.fit(X_train, np.asarray(y_train) if task == "classification" else y_train)
+    if task == "ranking":
+        model.fit(data.X_train, data.y_train, group=data.train_group)
+    else:
+        model.fit(data.X_train, np.asarray(data.y_train) if task == "classification"
+                  else data.y_train)
     seconds = time.perf_counter() - start
-    report = {"data": os.fspath(args.data), "task": task, "n_rows": len(X_train) + len(X_test),
-              "n_features": int(X_train.shape[1]), "n_train": len(X_train),
-              "n_test": len(X_test), "seed": args.seed,
-              "split": "80/20 stratified" if task == "classification" else "80/20",
-              "params": {k: v for k, v in model.get_params().items()
-                         if k in chosen_params(args, scope)},
-              "fit_seconds": seconds, **metrics(task, model, X_test, y_test)}
+    n_train, n_test = data.X_train.shape[0], data.X_test.shape[0]
+    report = {"data": os.fspath(args.data), "task": task, "n_rows": n_train + n_test,
+              "n_features": int(data.X_train.shape[1]), "n_train": n_train,
+              "n_test": n_test, "seed": args.seed, "split": data.how,
+              "params": {k: v for k, v in model.get_params().items() if k in chosen},
+              "fit_seconds": seconds,
+              **metrics(task, model, data.X_test, data.y_test, data.test_group)}
+    if args.test is not None:
+        report["test"] = os.fspath(args.test)
     if task == "classification":
         report["n_classes"] = int(len(model.classes_))
+    if task == "ranking":
+        report["n_queries_train"] = int(data.train_group.size)
+        report["n_queries_test"] = int(data.test_group.size)
     if args.save:
         model.save_model(args.save)
         report["model"] = os.fspath(args.save)
@@ -121,12 +261,16 @@ def _print_text(report: dict) -> None:
     classes = f", {report['n_classes']} classes" if "n_classes" in report else ""
     print(f"data      {report['data']} ({report['task']}, {report['n_rows']} rows, "
           f"{report['n_features']} features{classes})")
-    print(f"split     {report['split']}, seed {report['seed']}: {report['n_train']} train, "
-          f"{report['n_test']} test")
+    train, test = f"{report['n_train']} train", f"{report['n_test']} test"
+    if "n_queries_train" in report:
+        train += f" ({report['n_queries_train']} queries)"
+        test += f" ({report['n_queries_test']} queries)"
+    print(f"split     {report['split']}, seed {report['seed']}: {train}, {test}")
     params = ", ".join(f"{k}={v}" for k, v in report["params"].items()) or "defaults"
     print(f"params    {params}")
     print(f"fit time  {report['fit_seconds']:.3f} s")
-    for name in ("accuracy", "log_loss", "auc", "f1_macro", "rmse", "mae", "r2"):
+    ranking = [f"ndcg@{k}" for k in NDCG_CUTOFFS] + [f"map@{MAP_CUTOFF}"]
+    for name in ("accuracy", "log_loss", "auc", "f1_macro", "rmse", "mae", "r2", *ranking):
         if name in report:
             print(f"{name:<9} {report[name]:.6g}")
     if "model" in report:

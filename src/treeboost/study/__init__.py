@@ -57,8 +57,9 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
     Parameters
     ----------
     data : list of str or path-like, default=()
-        Data files and folders (see ``data.discover``); empty: the datasets bundled
-        with scikit-learn (breast_cancer, iris, wine, diabetes), offline.
+        Data files and folders (see ``data.discover``): ARFF, CSV, and svmlight files
+        with query groups (ranking, scored by NDCG@10 over the test queries); empty: the
+        datasets bundled with scikit-learn (breast_cancer, iris, wine, diabetes), offline.
     out : str or path-like, default="study"
         Folder of the database ``study.sqlite`` and the report. A folder holding a
         study with the same settings is resumed; one with other settings is an error.
@@ -69,7 +70,8 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
     trials : int, default=None
         Bayesian budget in configurations per dataset; None: the grid's size.
     folds : int, default=1
-        1: a stratified 80/20 hold-out; k >= 2: stratified k-fold.
+        1: a stratified 80/20 hold-out; k >= 2: stratified k-fold. Ranking datasets are
+        cut by whole queries (``data.split_queries``).
     jobs : int, default=1
         Worker processes (each single-threaded).
     seed : int, default=0
@@ -78,11 +80,12 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
         One-hot encode categorical columns instead of native categorical splits.
     target : str, default=None
         Target column of files no manifest describes.
-    task : {"all", "classification", "regression"}, default="all"
+    task : {"all", "classification", "regression", "ranking"}, default="all"
         Which datasets to keep.
     baselines : list of str, default=None
         Reference models ("treeboost" defaults, "lightgbm", "sklearn") run with their
         default parameters on the same folds; None: :func:`available_baselines`.
+        "sklearn" has no ranking model and is skipped on ranking datasets.
     progress : file or None, default=sys.stderr
         Where the progress bar goes.
     report : bool, default=True
@@ -103,8 +106,9 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
         raise ValueError(f"jobs={jobs!r} must be an int >= 1")
     if trials is not None and (not isinstance(trials, int) or trials < 1):
         raise ValueError(f"trials={trials!r} must be an int >= 1")
-    if task not in ("all", "classification", "regression"):
-        raise ValueError(f"task={task!r} must be 'all', 'classification' or 'regression'")
+    if task not in ("all", "classification", "regression", "ranking"):
+        raise ValueError(f"task={task!r} must be 'all', 'classification', 'regression' or "
+                         "'ranking'")
     grid = parse_grid(grid or []) if grid is None or not isinstance(grid, dict) \
         else dict(sorted(grid.items()))
     baselines = tuple(available_baselines() if baselines is None else baselines)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .data import SCORES
 from .fitting import BASELINES
 from .space import complexity
 
@@ -32,8 +33,10 @@ class Summary:
     """The study's findings.
 
     ``best`` has one row per dataset (name, task, n_rows, n_classes, metric, score,
-    config, n_tied, n_configs, and one column per reference model); ``scores`` every
-    complete configuration's mean score (dataset, config dict, score).
+    config, n_tied, n_configs, and one column per reference model); ``metric`` is
+    "accuracy", "rmse" or "ndcg@10" (ranking), see ``data.SCORES``. A reference model that
+    cannot learn the task (scikit-learn on ranking) has NaN. ``scores`` every complete
+    configuration's mean score (dataset, config dict, score).
     """
 
     best: pd.DataFrame
@@ -67,14 +70,14 @@ def summarise(store) -> Summary:
     records = []
     for name, group in means.groupby("dataset", sort=True):
         task = info[name]["task"]
-        higher = task == "classification"
+        metric, higher, _ = SCORES[task]
         best_value = group["score"].max() if higher else group["score"].min()
         tied = group[group["score"] == best_value]
         configs = [json.loads(c) for c in tied["config"]]
         config = min(configs, key=complexity)
         record = {"dataset": name, "task": task, "n_rows": info[name]["n_rows"],
                   "n_classes": info[name]["n_classes"],
-                  "metric": "accuracy" if higher else "rmse", "score": float(best_value),
+                  "metric": metric, "score": float(best_value),
                   "config": config, "n_tied": len(tied), "n_configs": len(group)}
         for model in models:
             key = (name, model)

@@ -2,8 +2,9 @@
 
 Data flow: DATA arguments (files, folders, or nothing) -> :func:`discover` ->
 ``DatasetSpec`` list (a folder's ``MANIFEST.tsv`` gives targets and tasks) ->
-:func:`load_spec` (``treeboost.datasets.load`` or a scikit-learn bundled loader) ->
-:func:`split_indices` (stratified hold-out or k-fold, seeded) -> :func:`prepare_fold`
+:func:`load_spec` (``treeboost.datasets.load``, ``read_svmlight`` for ranking files, or a
+scikit-learn bundled loader) -> :func:`split_indices` (stratified hold-out or k-fold,
+seeded) or, for ranking, :func:`split_queries` (whole queries) -> :func:`prepare_fold`
 (float matrices, categorical mask and encoded targets, as the estimators build them).
 """
 
@@ -14,13 +15,39 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
+from ..datasets.svmlight import SVMLIGHT_SUFFIXES, is_svmlight, read_svmlight
 from ..exceptions import DataError
 
-_SUFFIXES = (".arff", ".arff.gz", ".csv", ".csv.gz")
+_TABULAR = (".arff", ".arff.gz", ".csv", ".csv.gz")
+_SUFFIXES = _TABULAR + SVMLIGHT_SUFFIXES
+
+#: the task of each ``task`` value of a MANIFEST.tsv
+_MANIFEST_TASKS = {"binary": "classification", "multiclass": "classification",
+                   "regression": "regression", "ranking": "ranking"}
+
+#: cut-off of the NDCG that scores ranking (LightGBM's and the literature's usual one)
+NDCG_K = 10
+
+
+class Score(NamedTuple):
+    """A task's test score: its name in the study's records (``best.json``), whether
+    higher is better, and its name in the report's tables and figures."""
+
+    name: str
+    higher: bool
+    label: str
+
+
+#: the test score of each task
+SCORES = {"classification": Score("accuracy", True, "accuracy"),
+          "regression": Score("rmse", False, "RMSE"),
+          "ranking": Score(f"ndcg@{NDCG_K}", True, f"NDCG@{NDCG_K}")}
 
 #: the offline default: datasets shipped inside scikit-learn (name -> task)
 BUNDLED = {"breast_cancer": "classification", "iris": "classification",
@@ -31,14 +58,17 @@ BUNDLED = {"breast_cancer": "classification", "iris": "classification",
 class DatasetSpec:
     """Where a dataset comes from: a file (``source`` its path) or ``sklearn:<name>``.
 
-    ``task`` is "classification", "regression" or None (decided by the target's type
-    when the file is loaded).
+    ``task`` is "classification", "regression", "ranking" or None (decided when the file
+    is loaded: ranking for an svmlight file with query groups or with ``query``, else by
+    the target's type). ``query`` names the column of query ids of an ARFF/CSV ranking
+    dataset.
     """
 
     name: str
     source: str
     target: str | None = None
     task: str | None = None
+    query: str | None = None
 
 
 def _strip_suffix(filename: str) -> str:
@@ -54,22 +84,54 @@ def _manifest(folder: Path) -> list[DatasetSpec]:
         rows = list(csv.DictReader(f, delimiter="\t"))
     specs = []
     for row in rows:
-        task = {"binary": "classification", "multiclass": "classification",
-                "regression": "regression"}.get(row.get("task", ""))
+        task = _MANIFEST_TASKS.get(row.get("task", ""))
         specs.append(DatasetSpec(row["name"], str(folder / row["file"]),
-                                 row.get("target") or None, task))
+                                 row.get("target") or None, task, row.get("query") or None))
     return specs
 
 
+def is_svmlight_file(source) -> bool:
+    """Tell whether ``source`` names an svmlight file: by its suffix, or by its first line
+    for a name without an ARFF/CSV suffix (LightGBM's ``rank.train``).
+
+    Parameters
+    ----------
+    source : str or path-like
+        The file.
+
+    Returns
+    -------
+    bool
+    """
+    source = os.fspath(source)
+    name = source.lower()
+    return name.endswith(SVMLIGHT_SUFFIXES) or (
+        not name.endswith(_TABULAR) and os.path.isfile(source) and is_svmlight(source))
+
+
+def _is_data_file(path: Path) -> bool:
+    return path.name.lower().endswith(_TABULAR) or is_svmlight_file(path)
+
+
+def _file_spec(path: Path, target: str | None) -> DatasetSpec:
+    # --target names the column of tabular files; an svmlight label has no column
+    if is_svmlight_file(path):
+        target = None
+    return DatasetSpec(_strip_suffix(path.name), str(path), target)
+
+
 def discover(paths, target: str | None = None) -> list[DatasetSpec]:
-    """The datasets named by ``paths``: files, folders of ARFF/CSV files, or the bundled set.
+    """The datasets named by ``paths``: files, folders of data files, or the bundled set.
 
     Parameters
     ----------
     paths : list of str or path-like
         Data files and folders. A folder with a ``MANIFEST.tsv`` (name, file, task,
-        target columns, as in ``../shared/datasets``) lists its datasets; otherwise every
-        ARFF/CSV file in it is one. An empty list means :data:`BUNDLED`.
+        target columns, as in ``../shared/datasets``; task "ranking" and an optional
+        ``query`` column for ranking data) lists its datasets; otherwise every ARFF,
+        CSV or svmlight file in it is one. An svmlight file is known by its suffix or,
+        for any other name (LightGBM's ``rank.train``), by its first line. An empty list
+        means :data:`BUNDLED`.
     target : str, default=None
         Target column for files no manifest describes (default: the last ARFF
         attribute; required for CSV files).
@@ -95,16 +157,15 @@ def discover(paths, target: str | None = None) -> list[DatasetSpec]:
             if (path / "MANIFEST.tsv").is_file():
                 specs.extend(_manifest(path))
                 continue
-            files = sorted(p for p in path.iterdir()
-                           if p.is_file() and p.name.lower().endswith(_SUFFIXES))
+            files = sorted(p for p in path.iterdir() if p.is_file() and _is_data_file(p))
             if not files:
-                raise DataError(f"{path}: folder has no ARFF or CSV file")
-            specs.extend(DatasetSpec(_strip_suffix(p.name), str(p), target) for p in files)
+                raise DataError(f"{path}: folder has no ARFF, CSV or svmlight file")
+            specs.extend(_file_spec(p, target) for p in files)
         elif path.is_file():
-            if not path.name.lower().endswith(_SUFFIXES):
+            if not _is_data_file(path):
                 raise DataError(f"{path}: unknown file type; expected one of "
-                                f"{', '.join(_SUFFIXES)}")
-            specs.append(DatasetSpec(_strip_suffix(path.name), str(path), target))
+                                f"{', '.join(_SUFFIXES)}, or an svmlight file of any name")
+            specs.append(_file_spec(path, target))
         else:
             raise DataError(f"{path}: no such file or folder")
     names = [s.name for s in specs]
@@ -122,29 +183,70 @@ def _load_bundled(name: str):
     return X.astype(np.float64), y
 
 
-def load_spec(spec: DatasetSpec):
+def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
     """Load a dataset and decide its task.
+
+    Parameters
+    ----------
+    spec : DatasetSpec
+        The dataset.
+    return_group : bool, default=False
+        Also return the query sizes (None unless the task is ranking).
+    zero_based : bool or "auto", default="auto"
+        Index base of an svmlight file (see ``treeboost.datasets.read_svmlight``); a
+        training file and its test file must be read with the same one.
 
     Returns
     -------
-    X : pandas.DataFrame
-        Features (float64 and ``category`` columns).
-    y : pandas.Series
-        Target, rows with a missing target removed.
+    X : pandas.DataFrame or scipy.sparse.csr_matrix
+        Features (float64 and ``category`` columns); CSR for an svmlight file. The
+        query column of a ranking ARFF/CSV file is not among them.
+    y : pandas.Series, or ndarray of float64 for ranking
+        Target, rows with a missing target removed; for ranking, the relevance labels
+        (whole numbers >= 0).
     task : str
-        "classification" for a categorical (nominal, text) target or a dataset declared
-        so, else "regression".
+        "ranking" for an svmlight file (which must have query groups) or a spec with a
+        ``query`` column; else "classification" for a categorical (nominal, text) target
+        or a dataset declared so, else "regression".
+    group : ndarray of int64 or None
+        Only with ``return_group=True``: the query sizes in row order, for ranking.
+
+    Raises
+    ------
+    DataError
+        For an unreadable file, a ranking dataset without query groups, an svmlight file
+        declared other than ranking, query rows that are not contiguous, or labels that
+        do not fit the task.
     """
+    group = None
     if spec.source.startswith("sklearn:"):
         X, y = _load_bundled(spec.source.split(":", 1)[1])
+    elif is_svmlight_file(spec.source):
+        X, y, group = _load_svmlight(spec, zero_based)
     else:
         from ..datasets import load
 
         X, y = load(spec.source, target=spec.target)
+        if spec.query is not None:
+            if spec.query not in X.columns:
+                raise DataError(f"{spec.source}: query column {spec.query!r} is not a column "
+                                f"(columns: {', '.join(map(str, X.columns))})")
+            group = X.pop(spec.query)
     task = spec.task
     if task is None:
-        task = "classification" if isinstance(y.dtype, pd.CategoricalDtype) or \
+        task = "ranking" if group is not None else \
+            "classification" if isinstance(y.dtype, pd.CategoricalDtype) or \
             y.dtype.kind in "bOU" else "regression"
+    if task == "ranking" and group is None:
+        raise DataError(f"{spec.source}: ranking needs query groups: give the column of "
+                        "query ids (--query-column), or use an svmlight file with 'qid:' "
+                        "tokens or a '<file>.query' file of query sizes beside it")
+    if task != "ranking" and group is not None:
+        raise DataError(f"{spec.source}: query groups are for ranking, and the task is "
+                        f"{task}: use --task ranking (or auto)")
+    if task == "ranking":
+        X, y, group = _ranking_data(X, y, group, spec)
+        return (X, y, task, group) if return_group else (X, y, task)
     keep = y.notna().to_numpy()
     if not keep.all():
         X, y = _drop_missing_target(X, y, keep, spec.source)
@@ -152,7 +254,67 @@ def load_spec(spec: DatasetSpec):
         y = _regression_target(y, spec.source)
     elif isinstance(y.dtype, pd.CategoricalDtype):
         y = y.cat.remove_unused_categories()
-    return X.reset_index(drop=True), y.reset_index(drop=True), task
+    X, y = X.reset_index(drop=True), y.reset_index(drop=True)
+    return (X, y, task, None) if return_group else (X, y, task)
+
+
+def _load_svmlight(spec: DatasetSpec, zero_based):
+    """An svmlight file: always a ranking dataset, so it must have query groups."""
+    if spec.target is not None:
+        raise DataError(f"{spec.source}: target={spec.target!r} does not apply to an "
+                        "svmlight file, whose label is the first value of each line")
+    if spec.query is not None:
+        raise DataError(f"{spec.source}: a query column ({spec.query!r}) does not apply to "
+                        "an svmlight file, whose queries are its 'qid:' tokens or its "
+                        ".query file")
+    if spec.task not in (None, "ranking"):
+        raise DataError(f"{spec.source}: an svmlight file is read for ranking only, and "
+                        f"the task is {spec.task}; load it in Python for {spec.task} "
+                        "(treeboost.datasets.read_svmlight)")
+    X, y, group = read_svmlight(spec.source, zero_based=zero_based)
+    if group is None:
+        raise DataError(f"{spec.source}: ranking needs query groups, and this svmlight file "
+                        f"has neither 'qid:' tokens nor a {spec.source}.query file of "
+                        "query sizes beside it")
+    return X, y, group
+
+
+def _ranking_data(X, y, group, spec):
+    """Features, float labels and query sizes of a ranking dataset.
+
+    ``group`` is the sizes (svmlight) or the column of query ids (ARFF/CSV), whose rows
+    of one query must be contiguous, as the ranking losses read them.
+    """
+    if not isinstance(group, pd.Series):
+        return X, _relevance(y, spec.source), np.asarray(group, dtype=np.int64)
+    ids = group
+    if ids.isna().any():
+        raise DataError(f"{spec.source}: query column {spec.query!r} is empty in data row "
+                        f"{int(np.flatnonzero(ids.isna().to_numpy())[0]) + 1}")
+    keep = y.notna().to_numpy()
+    if not keep.all():
+        X, y = _drop_missing_target(X, y, keep, spec.source)
+        ids = ids[keep]
+    codes = pd.factorize(ids)[0]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    repeated = pd.Index(codes[starts]).duplicated()
+    if repeated.any():
+        query = ids.iloc[starts[np.flatnonzero(repeated)[0]]]
+        raise DataError(f"{spec.source}: the rows of query {query!r} (column {spec.query!r}) "
+                        "are not contiguous; sort the file by query")
+    sizes = np.diff(np.r_[starts, codes.size]).astype(np.int64)
+    y = _regression_target(y, spec.source).to_numpy()
+    return X.reset_index(drop=True), _relevance(y, spec.source), sizes
+
+
+def _relevance(y, source) -> np.ndarray:
+    """Relevance labels as float64, refused (naming the file) unless whole numbers >= 0."""
+    y = np.asarray(y, dtype=np.float64)
+    bad = ~(np.isfinite(y) & (y >= 0) & (y == np.floor(y)))
+    if bad.any():
+        raise DataError(f"{source}: relevance labels must be whole numbers >= 0; data row "
+                        f"{int(np.flatnonzero(bad)[0]) + 1} has {y[bad][0]!r}")
+    return y
 
 
 def _drop_missing_target(X, y, keep, source):
@@ -231,9 +393,66 @@ def split_indices(y, task: str, n_folds: int, fold: int, seed: int):
     return np.sort(train), np.sort(test)
 
 
+def split_queries(group, n_folds: int, fold: int, seed: int):
+    """Train and test rows of one fold, cut by whole queries.
+
+    The queries are shuffled with ``seed``; ``n_folds == 1`` holds out the first 20 % of
+    them (at least one, and one left to train on), ``n_folds >= 2`` cuts the shuffled
+    queries into ``n_folds`` contiguous blocks and holds out block ``fold`` (a shuffled,
+    seeded GroupKFold). Each part keeps its queries in file order, so the rows of a
+    query stay contiguous, as the ranking losses and metrics read them.
+
+    Parameters
+    ----------
+    group : array-like of int
+        Query sizes in row order.
+    n_folds : int
+        1 for the 80/20 hold-out, else the number of folds.
+    fold : int
+        The fold to return, in ``range(n_folds)``.
+    seed : int
+        Seed of the shuffle: the same for every configuration and library.
+
+    Returns
+    -------
+    train, test : ndarray of int
+        Row indices, increasing.
+    train_group, test_group : ndarray of int64
+        Query sizes of each part, in row order.
+
+    Raises
+    ------
+    DataError
+        For fewer queries than the protocol needs (2 for the hold-out, ``n_folds``).
+    """
+    group = np.asarray(group, dtype=np.int64)
+    n_queries = group.size
+    if n_queries < max(2, n_folds):
+        protocol = "an 80/20 hold-out" if n_folds == 1 else f"{n_folds} folds"
+        raise DataError(f"{n_queries} queries are too few for {protocol} by query")
+    order = np.random.default_rng(seed).permutation(n_queries)
+    if n_folds == 1:
+        held_out = order[:min(n_queries - 1, max(1, round(0.2 * n_queries)))]
+    else:
+        held_out = np.array_split(order, n_folds)[fold]
+    held = np.zeros(n_queries, dtype=bool)
+    held[held_out] = True
+    rows = np.repeat(held, group)
+    return np.flatnonzero(~rows), np.flatnonzero(rows), group[~held], group[held]
+
+
+def take_rows(data, rows):
+    """Rows of a frame or series (index reset), of an array or of a sparse matrix."""
+    return data.iloc[rows].reset_index(drop=True) if hasattr(data, "iloc") else data[rows]
+
+
 @dataclass
 class Fold:
-    """One fold ready to fit: frames for the peers, matrices for treeboost."""
+    """One fold ready to fit: frames (or CSR matrices) for the peers, matrices for treeboost.
+
+    For ranking, ``y_train``/``y_test`` are the float labels (as the codes) and
+    ``train_group``/``test_group`` the query sizes; they are None for the other tasks.
+    """
 
     task: str
     X_train: pd.DataFrame
@@ -243,16 +462,22 @@ class Fold:
     classes: np.ndarray | None  # training labels, sorted (LabelEncoder order)
     train_codes: np.ndarray  # encoded training target (float64)
     test_codes: np.ndarray  # encoded test target; -1 for labels absent from training
+    train_group: np.ndarray | None = None
+    test_group: np.ndarray | None = None
 
 
 def prepare_fold(spec: DatasetSpec, n_folds: int, fold: int, seed: int,
                  one_hot: bool = False) -> Fold:
-    """Load ``spec`` and cut fold ``fold``; encode the target like the classifier does."""
+    """Load ``spec`` and cut fold ``fold``; encode the target like the estimator does."""
     from ..datasets import one_hot as encode
 
-    X, y, task = load_spec(spec)
-    if one_hot:
+    X, y, task, group = load_spec(spec, return_group=True)
+    if one_hot and not sp.issparse(X):
         X = encode(X)
+    if task == "ranking":
+        train, test, train_group, test_group = split_queries(group, n_folds, fold, seed)
+        return Fold(task, take_rows(X, train), take_rows(X, test), y[train], y[test], None,
+                    y[train], y[test], train_group, test_group)
     train, test = split_indices(y, task, n_folds, fold, seed)
     y_train, y_test = y.iloc[train].reset_index(drop=True), y.iloc[test].reset_index(drop=True)
     if task == "regression":
@@ -265,8 +490,8 @@ def prepare_fold(spec: DatasetSpec, n_folds: int, fold: int, seed: int,
         position = np.minimum(position, len(classes) - 1)
         known = classes[position] == np.asarray(y_test)
         test_codes = np.where(known, position, -1).astype(np.float64)
-    return Fold(task, X.iloc[train].reset_index(drop=True), X.iloc[test].reset_index(drop=True),
-                y_train, y_test, classes, train_codes, test_codes)
+    return Fold(task, take_rows(X, train), take_rows(X, test), y_train, y_test, classes,
+                train_codes, test_codes)
 
 
 def describe(spec: DatasetSpec) -> dict:

@@ -3,10 +3,11 @@
 Data flow (inside a worker process): a task -> :func:`_fold_data` (the fold, loaded and
 encoded once per process and kept for the next task on the same fold) -> :func:`_train_set`
 (a ``Dataset`` per ``max_bins``, binned once and reused by every configuration) ->
-``treeboost.train`` with ``max(stages)`` trees -> the test score at each stage -> results
-returned to the parent, which stores them. Peers (LightGBM, scikit-learn's
-GradientBoosting) and treeboost's defaults run through :func:`run_baseline` on the same
-folds.
+``treeboost.train`` with ``max(stages)`` trees -> the test score at each stage (accuracy,
+RMSE, or NDCG@10 over the test queries for ranking) -> results returned to the parent,
+which stores them. Peers (LightGBM, scikit-learn's GradientBoosting; for ranking
+LightGBM's LGBMRanker only) and treeboost's defaults run through :func:`run_baseline` on
+the same folds.
 
 Like the estimators, the study is a client of ``train``; the difference is only that
 the binned data is shared. ``tests/test_study.py`` checks that the scores equal those of
@@ -25,11 +26,18 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-from .data import DatasetSpec, Fold, prepare_fold
+from .data import NDCG_K, DatasetSpec, Fold, prepare_fold
 
 #: reference models run on every fold (``run_baseline``), when their library is installed
 BASELINES = ("treeboost", "lightgbm", "sklearn")
+
+
+def baselines_for(task: str, baselines) -> tuple:
+    """The reference models of ``baselines`` that can learn ``task``: scikit-learn has no
+    ranker, so it sits out the ranking datasets (not an error: it is a study default)."""
+    return tuple(m for m in baselines if not (task == "ranking" and m == "sklearn"))
 
 # folds kept per process: tasks arrive grouped by dataset, so two cover the switch
 _CACHE_SIZE = 2
@@ -128,7 +136,7 @@ class BaselineTask:
 @dataclass
 class _FoldData:
     fold: Fold
-    X_train: np.ndarray
+    X_train: np.ndarray  # or a CSR matrix (svmlight)
     X_test: np.ndarray
     is_categorical: np.ndarray
     binned: dict  # max_bins -> Dataset, binned
@@ -142,12 +150,15 @@ def _fold_data(dataset, n_folds, fold, seed, one_hot) -> _FoldData:
         _folds.move_to_end(key)
         return _folds[key]
     data = prepare_fold(dataset, n_folds, fold, seed, one_hot)
-    # the estimators' encoding: codes against the training frame's categories
-    X_train, categories = frame_to_array(data.X_train)
-    X_test, _ = frame_to_array(data.X_test, categories)
+    if sp.issparse(data.X_train):  # svmlight: numbers only, taken as they are (estimators too)
+        X_train, X_test, categories = data.X_train, data.X_test, {}
+    else:
+        # the estimators' encoding: codes against the training frame's categories
+        X_train, categories = frame_to_array(data.X_train)
+        X_test, _ = frame_to_array(data.X_test, categories)
+        X_train, X_test = np.ascontiguousarray(X_train), np.ascontiguousarray(X_test)
     mask = categorical_mask("from_dtype", X_train.shape[1], None, categories)
-    entry = _FoldData(data, np.ascontiguousarray(X_train), np.ascontiguousarray(X_test),
-                      mask, {})
+    entry = _FoldData(data, X_train, X_test, mask, {})
     _folds[key] = entry
     while len(_folds) > _CACHE_SIZE:
         _folds.popitem(last=False)
@@ -162,21 +173,33 @@ def _train_set(entry: _FoldData, max_bins: int, seed: int):
     if max_bins not in entry.binned:
         fold = entry.fold
         entry.binned[max_bins] = Dataset(
-            entry.X_train, fold.train_codes, categorical_features=entry.is_categorical,
-            max_bins=max_bins, random_state=make_streams(seed)["binning"]).construct()
+            entry.X_train, fold.train_codes, group=fold.train_group,
+            categorical_features=entry.is_categorical, max_bins=max_bins,
+            random_state=make_streams(seed)["binning"]).construct()
     return entry.binned[max_bins]
 
 
 def make_estimator(task: str, config: dict, seed: int):
     """The estimator a configuration stands for (one thread, seeded)."""
-    from ..sklearn import TreeBoostClassifier, TreeBoostRegressor
+    from ..sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
 
-    cls = TreeBoostClassifier if task == "classification" else TreeBoostRegressor
+    cls = {"classification": TreeBoostClassifier, "ranking": TreeBoostRanker}.get(
+        task, TreeBoostRegressor)
     return cls(**config, random_state=seed, n_jobs=1)
 
 
-def score(task: str, raw: np.ndarray, codes: np.ndarray, loss) -> float:
-    """Accuracy (classification) or RMSE (regression) of raw scores against targets."""
+def ndcg(y, scores, group) -> float:
+    """The ranking score of a study: mean NDCG@10 over the queries of sizes ``group``."""
+    from ..metrics import ndcg_at_k
+
+    return ndcg_at_k(y, scores, np.concatenate(([0], np.cumsum(group))), NDCG_K)
+
+
+def score(task: str, raw: np.ndarray, codes: np.ndarray, loss, group=None) -> float:
+    """Accuracy (classification), RMSE (regression) or NDCG@10 (ranking, over the queries
+    of sizes ``group``) of raw scores against targets."""
+    if task == "ranking":
+        return ndcg(codes, raw[:, 0], group)
     if task == "classification":
         predicted = (raw[:, 0] > 0) if raw.shape[1] == 1 else raw.argmax(axis=1)
         return float(np.mean(predicted == codes))
@@ -202,7 +225,8 @@ def run_fit(task: FitTask) -> dict:
     with threads(1):
         booster = train(params, train_set)
         stages = sorted(task.stages)
-        scores = {stage: score(fold.task, raw, fold.test_codes, booster.loss)
+        scores = {stage: score(fold.task, raw, fold.test_codes, booster.loss,
+                               fold.test_group)
                   for stage, raw in zip(stages, booster.staged_predict_raw(entry.X_test, stages),
                                         strict=True)}
     return {"scores": scores, "seconds": time.perf_counter() - start}
@@ -214,8 +238,12 @@ def _peer(model: str, task: str, seed: int):
     if model == "lightgbm":
         import lightgbm
 
-        cls = lightgbm.LGBMClassifier if task == "classification" else lightgbm.LGBMRegressor
+        cls = {"classification": lightgbm.LGBMClassifier,
+               "ranking": lightgbm.LGBMRanker}.get(task, lightgbm.LGBMRegressor)
         return cls(random_state=seed, n_jobs=1, verbose=-1)
+    if model == "sklearn" and task == "ranking":
+        raise ValueError("scikit-learn has no ranking model: leave 'sklearn' out of the "
+                         "baselines of ranking datasets")
     if model == "sklearn":
         from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
         from sklearn.impute import SimpleImputer
@@ -239,10 +267,14 @@ def run_baseline(task: BaselineTask) -> dict:
     start = time.perf_counter()
     entry = _fold_data(task.dataset, task.n_folds, task.fold, task.seed, task.one_hot)
     fold = entry.fold
+    model = _peer(task.model, fold.task, task.seed)
     X_train, X_test = fold.X_train, fold.X_test
     if task.model == "sklearn" and not task.one_hot:
         X_train, X_test = one_hot(X_train), one_hot(X_test)
-    model = _peer(task.model, fold.task, task.seed)
+    if fold.task == "ranking":
+        model.fit(X_train, fold.y_train, group=fold.train_group)
+        return {"score": ndcg(fold.y_test, model.predict(X_test), fold.test_group),
+                "seconds": time.perf_counter() - start}
     target = fold.y_train if fold.task == "regression" else np.asarray(fold.y_train)
     model.fit(X_train, target)
     predicted = model.predict(X_test)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .analysis import SMALL_ROWS, TIE_RULE, Summary, best_value_counts, lr_trees_regret, summarise
+from .data import SCORES
 
 _MODEL_NAMES = {"treeboost": "treeboost defaults", "lightgbm": "LightGBM defaults",
                 "sklearn": "sklearn GradientBoosting defaults"}
@@ -30,24 +31,33 @@ def _pyplot():
     return plt
 
 
-def _fig_best(summary: Summary, path: Path) -> bool:
-    best = summary.best[summary.best["task"] == "classification"].sort_values("score")
+def _baselines_of(summary: Summary, best) -> list[str]:
+    """The reference models with a score on some of these datasets (scikit-learn has
+    none on ranking datasets)."""
+    return [m for m in summary.baselines if best[m].notna().any()]
+
+
+def _fig_best(summary: Summary, path: Path, task: str) -> bool:
+    """Bars of the best score per dataset of ``task`` (a score in [0, 1], higher better)."""
+    best = summary.best[summary.best["task"] == task].sort_values("score")
     if best.empty:
         return False
+    label = SCORES[task].label
+    baselines = _baselines_of(summary, best)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9.5, 1.6 + 0.22 * len(best)))
     y = np.arange(len(best))
     ax.barh(y, best["score"], color="#4c72b0", label="treeboost, best configuration")
     markers = {"treeboost": "o", "lightgbm": "s", "sklearn": "^"}
-    for model in summary.baselines:
+    for model in baselines:
         ax.scatter(best[model], y, marker=markers.get(model, "x"), s=18, zorder=3,
                    label=_MODEL_NAMES.get(model, model))
     ax.set_yticks(y, best["dataset"], fontsize=7)
-    ax.set_xlabel("test accuracy")
-    low = np.nanmin(best[["score", *summary.baselines]].to_numpy(dtype=float))
+    ax.set_xlabel(f"test {label}")
+    low = np.nanmin(best[["score", *baselines]].to_numpy(dtype=float))
     ax.set_xlim(max(0.0, low - 0.05), 1.0)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the bars
-    ax.set_title("Best accuracy per dataset")
+    ax.set_title(f"Best {label} per dataset")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -140,9 +150,11 @@ def _table(summary: Summary, task: str):
     best = summary.best[summary.best["task"] == task]
     if best.empty:
         return None
-    head = ["dataset", "rows", "classes", "best configuration", "treeboost best",
-            "ties", *[_MODEL_NAMES.get(m, m) for m in summary.baselines]]
-    if task == "regression":
+    baselines = _baselines_of(summary, best)
+    head = ["dataset", "rows", "classes", "best configuration",
+            f"treeboost best {SCORES[task].label}", "ties",
+            *[_MODEL_NAMES.get(m, m) for m in baselines]]
+    if task != "classification":
         head.remove("classes")
     rows = []
     for _, r in best.iterrows():
@@ -151,19 +163,21 @@ def _table(summary: Summary, task: str):
             cells.append(str(r["n_classes"]))
         cells += [_config_text(r["config"]), f"{r['score']:.4f}",
                   f"{r['n_tied']}/{r['n_configs']}"]
-        cells += ["" if np.isnan(r[m]) else f"{r[m]:.4f}" for m in summary.baselines]
+        cells += ["" if np.isnan(r[m]) else f"{r[m]:.4f}" for m in baselines]
         rows.append(cells)
     means = ["mean", "", *([""] if task == "classification" else []), "",
              f"{best['score'].mean():.4f}", ""]
-    means += [f"{best[m].mean():.4f}" for m in summary.baselines]
+    means += [f"{best[m].mean():.4f}" for m in baselines]
     return head, rows + [means]
 
 
 def _settings_text(summary: Summary, store) -> str:
     s = summary.settings
     grid = ", ".join(f"{k} {{{', '.join(map(str, v))}}}" for k, v in s["grid"].items())
-    protocol = "a stratified 80/20 hold-out (plain for regression)" if s["folds"] == 1 \
-        else f"stratified {s['folds']}-fold cross-validation (plain k-fold for regression)"
+    protocol = ("a stratified 80/20 hold-out (plain for regression, by whole queries for "
+                "ranking)" if s["folds"] == 1 else
+                f"stratified {s['folds']}-fold cross-validation (plain k-fold for regression, "
+                f"shuffled folds of whole queries for ranking)")
     search = "every configuration of the grid" if s["search"] == "grid" else \
         (f"a Bayesian search (Optuna TPE) inside the grid's bounds, budget "
          f"{s['trials'] or 'the grid size'} configurations per dataset")
@@ -171,20 +185,24 @@ def _settings_text(summary: Summary, store) -> str:
                             "WHERE finished IS NOT NULL").fetchone()
     seconds = runs[1] or 0.0
     return (f"Search: {search}. Grid: {grid}. Protocol: {protocol}, seed {s['seed']}; "
-            f"scores are test accuracy (classification, higher is better) or RMSE "
-            f"(regression, lower is better); every model sees the same rows. Encoding: "
-            f"{'one-hot' if s['one_hot'] else 'native categorical splits'}. "
+            f"scores are test accuracy (classification, higher is better), RMSE "
+            f"(regression, lower is better) or {SCORES['ranking'].label}, the mean over the "
+            f"test queries (ranking, higher is better); every model sees the same rows. "
+            f"Encoding: {'one-hot' if s['one_hot'] else 'native categorical splits'}. "
             f"Reference models use their libraries' default parameters on the same folds "
             f"(scikit-learn's GradientBoosting on one-hot columns with median-imputed "
-            f"missing values). Wall time of the completed runs: {seconds / 60:.1f} min "
+            f"missing values; it has no ranking model; LightGBM's for ranking is "
+            f"LGBMRanker). Wall time of the completed runs: {seconds / 60:.1f} min "
             f"over {runs[0]} run(s).")
 
 
 def _blocks(summary: Summary, store, figures: dict) -> list:
     blocks = [("h1", "treeboost study"), ("p", _settings_text(summary, store)),
               ("p", f"Tie-breaking rule: {TIE_RULE}")]
-    if "best" in figures:
-        blocks += [("h2", "Best accuracy per dataset"), ("img", figures["best"])]
+    for name, task in (("best", "classification"), ("best_ranking", "ranking")):
+        if name in figures:
+            blocks += [("h2", f"Best {SCORES[task].label} per dataset"),
+                       ("img", figures[name])]
     if "params" in figures:
         blocks += [("h2", "Best value of each hyper-parameter"),
                    ("p", f"Counts of datasets whose best configuration has each value, "
@@ -192,12 +210,11 @@ def _blocks(summary: Summary, store, figures: dict) -> list:
                    ("img", figures["params"])]
     if "lr_trees" in figures:
         blocks += [("h2", "Learning rate against number of trees"), ("img", figures["lr_trees"])]
-    for task, title in (("classification", "Classification: best configuration and "
-                         "accuracy per dataset"),
-                        ("regression", "Regression: best configuration and RMSE per dataset")):
+    for task in ("classification", "regression", "ranking"):
         table = _table(summary, task)
         if table is not None:
-            blocks += [("h2", title), ("table", table)]
+            blocks += [("h2", f"{task.capitalize()}: best configuration and "
+                              f"{SCORES[task].label} per dataset"), ("table", table)]
     return blocks
 
 
@@ -266,8 +283,9 @@ def write_report(store, datasets=None) -> Path:
     (folder / "figures").mkdir(exist_ok=True)
     figures = {}
     if not summary.best.empty:
-        for name, draw in (("best", _fig_best), ("params", _fig_params),
-                           ("lr_trees", _fig_lr_trees)):
+        for name, draw in (("best", lambda s, p: _fig_best(s, p, "classification")),
+                           ("best_ranking", lambda s, p: _fig_best(s, p, "ranking")),
+                           ("params", _fig_params), ("lr_trees", _fig_lr_trees)):
             if draw(summary, folder / "figures" / f"{name}.png"):
                 figures[name] = f"figures/{name}.png"
     blocks = _blocks(summary, store, figures)

@@ -29,6 +29,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from ..exceptions import TreeboostError
 from ..params import default
 from . import fitting
+from .data import SCORES
 from .space import bayes_space, config_key, expand, fit_groups
 from .store import Store
 
@@ -212,7 +213,7 @@ def grid_units(study: _Study, grid: dict, baselines) -> tuple[list, int, int]:
     done = study.store.done_keys()
     done_base = study.store.done_baselines()
     folds, units, total, stored = study.settings["folds"], [], 0, 0
-    for spec, _info in study.datasets:
+    for spec, info in study.datasets:
         for fold in range(folds):
             for base, stages in groups:
                 missing = [s for s in stages if (spec.name, config_key(
@@ -221,7 +222,7 @@ def grid_units(study: _Study, grid: dict, baselines) -> tuple[list, int, int]:
                 stored += len(stages) - len(missing)
                 if missing:
                     units.append((fitting.run_fit, study.fit_task(spec, fold, base, missing)))
-            for model in baselines:
+            for model in fitting.baselines_for(info["task"], baselines):
                 total += 1
                 if (spec.name, model, fold) in done_base:
                     stored += 1
@@ -259,7 +260,7 @@ class _BayesDataset:
     def __init__(self, study: _Study, spec, info, space, stages, n_trials):
         self.study, self.spec, self.space = study, spec, space
         self.stages, self.n_trials = stages, n_trials
-        self.higher = info["task"] == "classification"
+        self.higher = SCORES[info["task"]].higher
         self.trials = [json.loads(p) for p in study.store.trials(spec.name)]
         self.waiting: list = []  # units of the current proposal not yet handed out
         self.in_flight = 0
@@ -361,7 +362,8 @@ def run_bayes(study: _Study, grid: dict, budget: int | None, baselines, jobs: in
               for spec, info in study.datasets]
     folds = study.settings["folds"]
     done = study.store.done_keys()
-    total = len(study.datasets) * (n_trials * len(stages) * folds + len(baselines) * folds)
+    total = sum(n_trials * len(stages) * folds + len(fitting.baselines_for(
+        info["task"], baselines)) * folds for _, info in study.datasets)
     stored = len(done) + len(study.store.done_baselines())
     leaves = grid.get("max_leaf_nodes") or [31]
     study.leaves = round(sum(v or 31 for v in leaves) / len(leaves))
