@@ -67,6 +67,8 @@ CASES = {
     "mixed sizes": dict(sizes=[1, 2, 5, 12, 30, 7]),
     "tied labels": dict(sizes=[20, 20], n_labels=2),
     "tied scores": dict(sizes=[15, 9, 25], ties=True),
+    # the kernel sorts each query by merging runs of 8: one to five merge passes
+    "long queries": dict(sizes=[9, 17, 40, 64, 65, 200], ties=True),
 }
 
 

@@ -13,24 +13,79 @@ from numba import prange
 
 from ._jit import inline, parallel_kernel
 
+#: runs sorted by insertion before the merges of ``_sort_by_score``
+_RUN = 8
+
+
+@inline
+def _sort_by_score(score, order, tmp, start, stop):
+    """``order[start:stop]``: the rows start..stop-1 by descending score, ties in row order.
+
+    A stable bottom-up merge sort (insertion-sorted runs of ``_RUN``, then merges
+    through ``tmp``): each query is sorted by the thread that computes its
+    gradients, so no sort of all rows precedes the kernel.
+    """
+    for i in range(start, stop):
+        order[i] = i
+    for run in range(start, stop, _RUN):
+        end = min(run + _RUN, stop)
+        for i in range(run + 1, end):
+            r = order[i]
+            v = score[r]
+            k = i - 1
+            while k >= run and score[order[k]] < v:  # strict: equal scores keep row order
+                order[k + 1] = order[k]
+                k -= 1
+            order[k + 1] = r
+    width = _RUN
+    src, dst = order, tmp
+    while width < stop - start:
+        for left in range(start, stop, 2 * width):
+            mid = min(left + width, stop)
+            right = min(left + 2 * width, stop)
+            a, b, k = left, mid, left
+            while a < mid and b < right:
+                if score[src[a]] >= score[src[b]]:  # ties from the left run first: stable
+                    dst[k] = src[a]
+                    a += 1
+                else:
+                    dst[k] = src[b]
+                    b += 1
+                k += 1
+            while a < mid:
+                dst[k] = src[a]
+                a += 1
+                k += 1
+            while b < right:
+                dst[k] = src[b]
+                b += 1
+                k += 1
+        src, dst = dst, src
+        width *= 2
+    if src is not order:  # an odd number of merge passes left the result in tmp
+        for i in range(start, stop):
+            order[i] = src[i]
+
 
 @parallel_kernel
-def grad_hess_lambdarank(gain, score, offsets, order, inverse_max_dcg, truncation_level,
-                         sigma, norm, lambdas, weights, gradient, hessian):
+def grad_hess_lambdarank(gain, score, offsets, order, tmp, discount, inverse_max_dcg,
+                         truncation_level, sigma, norm, lambdas, weights, gradient, hessian):
     """LambdaRank's gradients and hessians (LightGBM's ``lambdarank`` objective).
 
     Every pair of documents with different labels of which at least one is ranked in
-    the top ``truncation_level`` by the current scores pulls the better labelled one up
-    and the other down by ``sigma * |delta NDCG| * sigmoid(-sigma * (s_high - s_low))``,
-    where ``|delta NDCG|`` is the change of the query's NDCG at ``truncation_level`` if
-    the two swapped places (divided by ``0.01 + |s_high - s_low|`` with ``norm``, unless
-    all the query's scores are equal). With ``norm`` a query's gradients and hessians
-    are then scaled by ``log2(1 + S) / S``, S the sum of its pairs' |lambda| times two.
+    the top ``truncation_level`` by the current scores (descending, ties in row order)
+    pulls the better labelled one up and the other down by
+    ``sigma * |delta NDCG| * sigmoid(-sigma * (s_high - s_low))``, where ``|delta NDCG|``
+    is the change of the query's NDCG at ``truncation_level`` if the two swapped places
+    (divided by ``0.01 + |s_high - s_low|`` with ``norm``, unless all the query's scores
+    are equal). With ``norm`` a query's gradients and hessians are then scaled by
+    ``log2(1 + S) / S``, S the sum of its pairs' |lambda| times two.
     """
     # gain: float64 (n,), label_gain of each row's label       # IN
     # score: float64 (n,), raw scores                          # IN
     # offsets: int64 (n_queries + 1,)                          # IN
-    # order: int64 (n,), rows of each query by descending score, within its span  # IN
+    # order, tmp: int64 (n,), each query's rows by descending score  # scratch
+    # discount: float64 (>= largest query,), 1 / log2(2 + rank)     # IN
     # inverse_max_dcg: float64 (n_queries,), 1 / ideal DCG@truncation (0 if none) # IN
     # truncation_level: int64; sigma: float64; norm: bool
     # lambdas, weights: float64 (n,), sums before rounding to float32  # scratch
@@ -47,8 +102,10 @@ def grad_hess_lambdarank(gain, score, offsets, order, inverse_max_dcg, truncatio
         lam_sum = 0.0
         # one document or no gain in the query: no pairs, every row stays 0
         pairs = min(n - 1, truncation_level) if inv != 0.0 else 0
-        best = score[order[start]]
-        worst = score[order[stop - 1]]
+        if pairs > 0:
+            _sort_by_score(score, order, tmp, start, stop)
+            best = score[order[start]]
+            worst = score[order[stop - 1]]
         for a in range(pairs):
             ra = order[start + a]
             for b in range(a + 1, n):
@@ -56,13 +113,12 @@ def grad_hess_lambdarank(gain, score, offsets, order, inverse_max_dcg, truncatio
                 if gain[ra] == gain[rb]:
                     continue
                 if gain[ra] > gain[rb]:
-                    high, low, rank_high, rank_low = ra, rb, a, b
+                    high, low = ra, rb
                 else:
-                    high, low, rank_high, rank_low = rb, ra, b, a
+                    high, low = rb, ra
                 delta_score = score[high] - score[low]
-                discount_gap = abs(1.0 / math.log2(2.0 + rank_high)
-                                   - 1.0 / math.log2(2.0 + rank_low))
-                delta_ndcg = (gain[high] - gain[low]) * discount_gap * inv
+                # |1/log2(2 + a) - 1/log2(2 + b)|: a < b, and the discount falls with rank
+                delta_ndcg = (gain[high] - gain[low]) * (discount[a] - discount[b]) * inv
                 if norm and best != worst:
                     delta_ndcg /= 0.01 + abs(delta_score)
                 p = 1.0 / (1.0 + math.exp(sigma * delta_score))

@@ -13,6 +13,8 @@ once a fit, and one parallel kernel over queries a stage (``_kernels.ranking``):
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._dtypes import G_H_DTYPE
@@ -81,8 +83,14 @@ class LambdaRankContext:
         self.truncation_level = int(truncation_level)
         self.sigma = sigma
         self.norm = bool(norm)
+        longest = int(np.diff(self.offsets).max(initial=1))
+        # each rank's discount once, by the C library's log2 as inside a kernel (NumPy's
+        # vectorised log2 may round differently on some CPUs)
+        self.discount = np.array([1.0 / math.log2(2.0 + r) for r in range(longest)])
         self._lambdas = np.empty(y.size)
         self._weights = np.empty(y.size)
+        self._order = np.empty(y.size, dtype=np.int64)
+        self._tmp = np.empty(y.size, dtype=np.int64)
 
     def grad_hess(self, score, gradient=None, hessian=None):
         """Gradients and hessians (float32) of the rows at raw scores ``score``.
@@ -99,10 +107,10 @@ class LambdaRankContext:
         gradient, hessian : ndarray of float32 of shape (n_samples,)
         """
         score, gradient, hessian = _outputs(score, self.gain.size, gradient, hessian)
-        order = np.lexsort((-score, self.query))
-        grad_hess_lambdarank(self.gain, score, self.offsets, order, self.inverse_max_dcg,
-                             self.truncation_level, self.sigma, self.norm, self._lambdas,
-                             self._weights, gradient, hessian)
+        grad_hess_lambdarank(self.gain, score, self.offsets, self._order, self._tmp,
+                             self.discount, self.inverse_max_dcg, self.truncation_level,
+                             self.sigma, self.norm, self._lambdas, self._weights, gradient,
+                             hessian)
         return gradient, hessian
 
 
