@@ -210,13 +210,39 @@ class BinMapper:
         ``X`` is float64 or float32 with NaN for missing values, or a SciPy
         sparse matrix (its zeros are counted, never materialised).
         """
+        return self._fit(X)
+
+    def fit_sample(self, sample: np.ndarray, categories: dict) -> BinMapper:
+        """Learn the bin edges from rows drawn beforehand, as ``fit`` would from all rows.
+
+        For data never held whole (``Dataset.from_chunks``): ``fit(X)`` on more
+        than ``subsample`` rows reads its numerical features from the rows
+        ``np.sort(default_rng(random_state).choice(n_rows, subsample, replace=False))``
+        and its categorical features from every row. Given those rows and the
+        categorical features' value counts over every row, the edges are ``fit(X)``'s.
+
+        Parameters
+        ----------
+        sample : ndarray of shape (n_sample_rows, n_features)
+            The sampled rows, dense, NaN for missing values; used whole.
+        categories : dict of {int: (bool, ndarray, ndarray)}
+            For each categorical feature: whether it has missing values, its
+            sorted distinct non-NaN values (float64) and their counts (int64).
+
+        Returns
+        -------
+        self : BinMapper
+        """
+        return self._fit(np.asarray(sample), categories)
+
+    def _fit(self, X, categories=None) -> BinMapper:
         n_samples, n_features = X.shape
         categorical = (np.zeros(n_features, dtype=bool) if self.is_categorical is None
                        else np.asarray(self.is_categorical, dtype=bool))
         self.is_categorical_ = categorical.astype(np.uint8)
         rng = np.random.default_rng(self.random_state)
         sample = None
-        if n_samples > self.subsample:
+        if n_samples > self.subsample and categories is None:
             sample = np.sort(rng.choice(n_samples, self.subsample, replace=False))
         todo = np.arange(n_features)
         if sp.issparse(X):
@@ -228,7 +254,7 @@ class BinMapper:
             empty = np.diff(X.indptr) == 0
             todo = np.flatnonzero(~empty)
         else:
-            fit_feature = self._dense_feature_fitter(X, categorical, sample)
+            fit_feature = self._dense_feature_fitter(X, categorical, sample, categories)
         # NumPy's sorts release the GIL, so features are binned in parallel
         # threads; each feature's edges do not depend on the others
         with ThreadPoolExecutor(max(1, numba.get_num_threads())) as pool:
@@ -266,10 +292,13 @@ class BinMapper:
             return has_missing, _category_table(distinct, counts, self.max_bins)
         return has_missing, _feature_edges(distinct, counts, self.max_bins)
 
-    def _dense_feature_fitter(self, X, categorical, sample):
+    def _dense_feature_fitter(self, X, categorical, sample, categories=None):
         X_sample = X if sample is None else X[sample]
 
         def fit_feature(f):
+            if categories is not None and categorical[f]:
+                has_missing, distinct, counts = categories[f]
+                return has_missing, _category_table(distinct, counts, self.max_bins)
             # categories are read from every row so that rare ones keep a bin
             return self._edges(X[:, f] if categorical[f] else X_sample[:, f], categorical[f])
 

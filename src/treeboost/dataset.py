@@ -16,11 +16,14 @@ categorical mask, labels, weights, per-row ``init_score`` and query groups.
 
 from __future__ import annotations
 
+import itertools
 import numbers
+import os
 
 import numpy as np
 
-from ._dtypes import MAX_BINS, X_DTYPE
+from ._dtypes import MAX_BINS, X_BINNED_DTYPE, X_DTYPE
+from .binning import BIN_SUBSAMPLE
 
 
 def as_pandas(X):
@@ -247,9 +250,16 @@ class Dataset:
         if reference is not None and not isinstance(reference, Dataset):
             raise TypeError(f"reference must be a Dataset, got {type(reference).__name__}")
         data, names, self.pandas_categories = _features(data, reference)
-        n = data.shape[0]
         self.data = data
-        self.feature_names = _feature_names(feature_names, names, reference, data.shape[1])
+        self._set_rows(data.shape, label, weight, init_score, group, qid, feature_names, names,
+                       categorical_features, max_bins, reference, random_state)
+
+    def _set_rows(self, shape, label, weight, init_score, group, qid, feature_names,
+                  frame_names, categorical_features, max_bins, reference, random_state):
+        """Check and keep everything but the features, for data of ``shape``."""
+        n, n_features = shape
+        self._n_features = n_features
+        self.feature_names = _feature_names(feature_names, frame_names, reference, n_features)
         self.label = None if label is None else _row_vector("label", label, n)
         self.weight = (np.ones(n) if weight is None else _row_vector("weight", weight, n))
         if weight is not None and (self.weight < 0).any():
@@ -261,7 +271,7 @@ class Dataset:
         else:
             spec = ("from_dtype" if categorical_features is None and self.pandas_categories
                     else categorical_features)
-            self.is_categorical = categorical_mask(spec, data.shape[1], self.feature_names,
+            self.is_categorical = categorical_mask(spec, n_features, self.feature_names,
                                                    self.pandas_categories)
         self.max_bins = max_bins
         self.reference = reference
@@ -269,10 +279,141 @@ class Dataset:
         self._bin_mapper = None
         self._binned = None
 
+    @classmethod
+    def from_chunks(cls, chunks, *, label=None, weight=None, group=None, qid=None,
+                    init_score=None, feature_names=None, categorical_features=None,
+                    max_bins=MAX_BINS, reference=None, bin_mapper=None, random_state=None,
+                    binned_path=None, sample_rows=BIN_SUBSAMPLE) -> "Dataset":
+        """Build a binned Dataset from row chunks, never holding the float matrix whole.
+
+        The rows are the chunks' rows in order. Two passes over the chunks: the
+        first gathers a row sample (and the categorical features' values) and
+        fits the bins, the second bins each chunk into its columns of the
+        binned matrix (1 byte a value, an eighth of float64). With
+        ``bin_mapper`` or ``reference`` the bins are given and only the second
+        pass is made. One chunk is held at a time (a memory-mapped chunk is
+        released before the next is read). The result is binned
+        (``constructed``), has no float ``data`` (None) and trains like a
+        ``Dataset`` of the concatenated chunks.
+
+        Parameters
+        ----------
+        chunks : iterable of ndarray, or callable returning one
+            2-D arrays of shape (n_chunk_rows, n_features), the same
+            ``n_features`` for all (float64 or float32 kept, other numbers
+            converted chunk by chunk; NaN for missing values), e.g. slices of
+            ``np.load(path, mmap_mode="r")``. A list, tuple or other iterable
+            that can be iterated again, or a function of no arguments returning
+            a fresh iterator at every call; a one-shot iterator (a generator) is
+            refused unless ``bin_mapper`` or ``reference`` gives the bins and a
+            row array gives the number of rows.
+        label, weight, init_score, group, qid : array-like, default=None
+            As for ``Dataset``, whole arrays for all rows (8 bytes a row, small
+            next to the features), not parts of the chunks. The first given
+            fixes the number of rows (the chunks must have as many); without
+            any, an extra first pass reads the chunks' shapes, and else, without
+            given bins, the first chunk is read once more for its width.
+        feature_names, categorical_features, max_bins, reference : optional
+            As for ``Dataset``.
+        bin_mapper : BinMapper, default=None
+            Fitted bins to use, e.g. a model's or another Dataset's
+            ``bin_mapper``; before ``reference``'s.
+        random_state : int or numpy.random.Generator, default=None
+            Draws the sampled rows when there are more than ``sample_rows``.
+        binned_path : str or path-like, default=None
+            Write the binned matrix to this new ``.npy`` file, memory-mapped and
+            kept by the Dataset (``np.load(binned_path)`` reads it back); an
+            existing file is refused. Default: the matrix is held in memory.
+        sample_rows : int, default=BIN_SUBSAMPLE (200,000)
+            Rows the bin edges of numerical features are computed from. The
+            sample is held in memory as float64 while the bins are fitted.
+
+        Returns
+        -------
+        Dataset
+            Binned, with ``data`` None.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument: chunks of different widths or not 2-D, no
+            rows, infinite values, a one-shot iterator without given bins, an
+            existing ``binned_path``, or row arrays whose length differs from
+            the chunks' rows.
+        TypeError
+            If ``chunks`` is one array or not iterable, or ``reference`` was
+            built from a data frame with categorical columns (chunks are arrays,
+            whose codes cannot be checked against its categories).
+
+        Notes
+        -----
+        The bins are those of ``BinMapper(max_bins, subsample=sample_rows,
+        random_state=random_state, is_categorical=...).fit(X)`` on the
+        concatenated chunks ``X``, at any size: with at most ``sample_rows``
+        rows the sample is every row; with more, the same rows ``fit`` draws are
+        drawn (from the row count, by the same generator calls) and the
+        categorical features' values are counted over every row, as ``fit``
+        does. So with ``sample_rows`` at its default and the same
+        ``random_state``, the bins, and then the models ``train`` fits, are
+        bit for bit those of ``Dataset(X, label, random_state=random_state)``;
+        with ``random_state=None`` and more than ``sample_rows`` rows the sample
+        differs from call to call. A ``reference`` not yet binned is binned here,
+        with its own ``random_state``, not ``train``'s.
+        """
+        from .binning import BinMapper
+
+        if reference is not None and not isinstance(reference, Dataset):
+            raise TypeError(f"reference must be a Dataset, got {type(reference).__name__}")
+        if not isinstance(sample_rows, numbers.Integral) or sample_rows < 1:
+            raise ValueError(f"sample_rows must be a positive integer, got {sample_rows!r}")
+        if binned_path is not None and os.path.exists(binned_path):
+            raise ValueError(f"binned_path {os.fspath(binned_path)!r} exists: give a new file")
+        passes, reiterable = _chunk_passes(chunks)
+        self = cls.__new__(cls)
+        self.data = None
+        self.pandas_categories = {} if reference is None else reference.pandas_categories
+        if self.pandas_categories:  # chunks are arrays: their categories cannot be coded
+            check_no_categories(np.empty((0, 0)), self.pandas_categories,
+                                reference.feature_names)
+        if bin_mapper is None and reference is not None:
+            bin_mapper = reference.construct().bin_mapper
+        n, source = _rows_given(label=label, weight=weight, init_score=init_score, qid=qid,
+                                group=group)
+        if (bin_mapper is None or n is None) and not reiterable:
+            what = " and ".join(
+                [*(["the bins (bin_mapper= or reference=)"] if bin_mapper is None else []),
+                 *(["the number of rows (label=, weight=, init_score=, qid= or group=)"]
+                   if n is None else [])])
+            raise ValueError(f"chunks is a one-shot iterator, which can be read only once, "
+                             f"so {what} must be given; or pass chunks as a list or as a "
+                             "function returning a fresh iterator at every call")
+        n_features = None if bin_mapper is None else int(bin_mapper.n_edges_.shape[0])
+        if n is None:  # a pass over the shapes: cheap for arrays and memory maps
+            n, n_features = _count_rows(passes(), n_features)
+        elif n_features is None:  # the width, for the categorical mask, from one chunk
+            n_features = _count_rows(itertools.islice(passes(), 1), None)[1]
+        if n == 0:
+            raise ValueError("chunks hold no rows" if source is None else
+                             f"there are no rows: {source}")
+        self._set_rows((n, n_features), label, weight, init_score, group, qid, feature_names,
+                       None, categorical_features, max_bins, reference, random_state)
+        if bin_mapper is None:
+            sample, categories = _sample_pass(passes(), n, source, n_features, sample_rows,
+                                              np.flatnonzero(self.is_categorical), random_state)
+            bin_mapper = BinMapper(max_bins, subsample=sample_rows, random_state=random_state,
+                                   is_categorical=self.is_categorical)
+            # every row in the sample: fit reads the categories from it, as in memory
+            bin_mapper = (bin_mapper.fit(sample) if categories is None
+                          else bin_mapper.fit_sample(sample, categories))
+            del sample
+        self._bin_mapper = bin_mapper
+        self._binned = _bin_pass(passes(), n, source, bin_mapper, binned_path)
+        return self
+
     @property
     def n_features(self) -> int:
         """Number of feature columns."""
-        return self.data.shape[1]
+        return self._n_features
 
     @property
     def group_sizes(self):
@@ -360,6 +501,162 @@ class Dataset:
             raise ValueError(f"init_score has shape {self.init_score.shape} but the loss has "
                              f"{n_outputs} output(s): give shape {shape}")
         return np.ascontiguousarray(score.T)
+
+
+def _chunk_passes(chunks):
+    """(function giving a fresh iterator of the chunks, whether it can be called twice)."""
+    if isinstance(chunks, np.ndarray):
+        raise TypeError("chunks must be an iterable of 2-D arrays, not one array: pass "
+                        "[data], or use Dataset(data)")
+    if callable(chunks):
+        return (lambda: iter(chunks())), True
+    try:
+        it = iter(chunks)
+    except TypeError:
+        raise TypeError("chunks must be an iterable of 2-D arrays or a function returning "
+                        f"one, got {type(chunks).__name__}") from None
+    if it is chunks:  # an iterator is its own iterator: a second pass would find it spent
+        return (lambda: it), False
+    return (lambda: iter(chunks)), True
+
+
+def _rows_given(**arrays):
+    """(number of rows, what says so) from the first row array given, or (None, None)."""
+    for name, values in arrays.items():
+        if values is None:
+            continue
+        if name == "group":
+            n = int(np.sum(values))
+            return n, f"group sizes sum to {n}"
+        shape = np.shape(values)
+        if not shape:
+            raise ValueError(f"{name} must have one entry per row, got a scalar")
+        return shape[0], f"{name} has {shape[0]} entries"
+    return None, None
+
+
+def _check_chunk(chunk, i: int, n_features, like: str = "the first chunk has",
+                 convert: bool = False) -> np.ndarray:
+    """Chunk ``i`` as a 2-D array of ``n_features`` columns (float if ``convert``)."""
+    a = np.asarray(chunk)
+    if a.ndim != 2:
+        raise ValueError(f"chunks: chunk {i} must be a 2-D matrix, got {a.ndim} "
+                         "dimension(s)")
+    if n_features is not None and a.shape[1] != n_features:
+        raise ValueError(f"chunks: chunk {i} has {a.shape[1]} columns, {like} {n_features}")
+    if convert and a.dtype not in (np.float64, np.float32):
+        a = a.astype(X_DTYPE)
+    return a
+
+
+def _count_rows(chunks, n_features) -> tuple[int, int]:
+    """(rows, columns) of the chunks, checked; ``n_features`` None takes the first's."""
+    n = 0
+    like = "the bins have" if n_features is not None else "the first chunk has"
+    for i, chunk in enumerate(chunks):
+        n_rows, n_features = _check_chunk(chunk, i, n_features, like).shape
+        n += n_rows
+        del chunk  # one chunk mapped at a time
+    if n_features is None:
+        raise ValueError("chunks is empty: it gave no chunk")
+    return n, n_features
+
+
+def _row_mismatch(source, n: int, got) -> ValueError:
+    if source is None:  # counted by an earlier pass
+        return ValueError(f"chunks gave {n} rows in one pass and {got} in another: every "
+                          "pass must give the same chunks")
+    return ValueError(f"{source} but the chunks hold {got} rows")
+
+
+def _count_values(acc: list, values: np.ndarray) -> None:
+    """Add one chunk's values of a feature to ``acc`` = [has_missing, distinct, counts]."""
+    nan = np.isnan(values)
+    acc[0] = acc[0] or bool(nan.any())
+    distinct, counts = np.unique(values[~nan].astype(X_DTYPE, copy=False), return_counts=True)
+    acc[1], where = np.unique(np.concatenate((acc[1], distinct)), return_inverse=True)
+    merged = np.zeros(acc[1].size, dtype=np.int64)
+    np.add.at(merged, where, np.concatenate((acc[2], counts)))
+    acc[2] = merged
+
+
+def _sample_pass(chunks, n: int, source, n_features: int, sample_rows: int,
+                 categorical_features: np.ndarray, random_state):
+    """(sampled rows as float64, categories or None): ``BinMapper.fit``'s inputs.
+
+    ``fit`` draws ``sample_rows`` of ``n`` rows with the calls made here and reads its
+    categorical features from every row: their values are counted chunk by chunk.
+    With at most ``sample_rows`` rows the sample is all of them (None for categories).
+    """
+    rows = None
+    if n > sample_rows:
+        rng = np.random.default_rng(random_state)
+        rows = np.sort(rng.choice(n, sample_rows, replace=False))
+    sample = np.empty((n if rows is None else rows.size, n_features), dtype=X_DTYPE)
+    categories = (None if rows is None else
+                  {int(f): [False, np.empty(0, dtype=X_DTYPE), np.empty(0, dtype=np.int64)]
+                   for f in categorical_features})
+    start = 0
+    for i, chunk in enumerate(chunks):
+        a = _check_chunk(chunk, i, n_features, convert=True)
+        stop = start + a.shape[0]
+        if stop > n:
+            raise _row_mismatch(source, n, f"more than {n}")
+        if rows is None:
+            sample[start:stop] = a
+        else:
+            lo, hi = np.searchsorted(rows, (start, stop))
+            sample[lo:hi] = a[rows[lo:hi] - start]
+            for f, acc in categories.items():
+                _count_values(acc, a[:, f])
+        start = stop
+        del chunk, a  # a memory-mapped chunk is unmapped before the next is mapped
+    if start != n:
+        raise _row_mismatch(source, n, start)
+    return sample, None if categories is None else {f: tuple(v) for f, v in categories.items()}
+
+
+def _bin_pass(chunks, n: int, source, bin_mapper, binned_path):
+    """The binned matrix (n_features, n) of the chunks, in memory or memory-mapped."""
+    n_features = int(bin_mapper.n_edges_.shape[0])
+    shape = (n_features, n)
+    if binned_path is not None:
+        try:  # created here, never overwritten: it could be another Dataset's bins
+            with open(binned_path, "xb"):
+                pass
+        except FileExistsError:
+            raise ValueError(f"binned_path {os.fspath(binned_path)!r} exists: give a new "
+                             "file") from None
+    out = None
+    try:
+        out = (np.empty(shape, dtype=X_BINNED_DTYPE) if binned_path is None else
+               np.lib.format.open_memmap(binned_path, mode="w+", dtype=X_BINNED_DTYPE,
+                                         shape=shape))
+        start = 0
+        for i, chunk in enumerate(chunks):
+            a = _check_chunk(chunk, i, n_features, "the bins have", convert=True)
+            if np.isinf(a).any():
+                raise ValueError(f"chunks: chunk {i} contains infinity; use NaN for missing "
+                                 "values")
+            stop = start + a.shape[0]
+            if stop > n:
+                raise _row_mismatch(source, n, f"more than {n}")
+            if stop > start:
+                # binned apart, then copied: the kernel's output stays contiguous (one
+                # compilation) and the copy is a chunk's bins, an eighth of its floats
+                out[:, start:stop] = bin_mapper.transform(a)
+            start = stop
+            del chunk, a  # a memory-mapped chunk is unmapped before the next is mapped
+        if start != n:
+            raise _row_mismatch(source, n, start)
+    except BaseException:
+        if binned_path is not None:
+            out = None  # unmapped before the file goes
+            os.remove(binned_path)
+        raise
+    if binned_path is not None:
+        out.flush()
+    return out
 
 
 def _features(data, reference):
