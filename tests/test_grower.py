@@ -528,7 +528,7 @@ def test_per_node_column_sampling_splits_on_the_best_threshold_of_the_drawn_feat
     assert len(used) > 2
 
 
-def _sum_across(hists, features):
+def _sum_across(hists, features, node):
     # shard by shard, in shard order; the bins past a feature's used ones hold what
     # np.empty left there (never read), hence the errstate
     with np.errstate(all="ignore"):
@@ -574,3 +574,78 @@ def test_data_parallel_steps_grow_the_single_process_tree(n_shards):
                                for s, idx, t in zip(shards, local, trees, strict=True)])
         expected = indices[single.leaf_starts[j]:single.leaf_stops[j]]
         assert_array_equal(np.sort(rows), np.sort(expected))
+
+
+@pytest.mark.parametrize("n_shards", [2, 3])
+def test_processes_with_a_collective_grow_the_single_process_tree(n_shards):
+    """grow_with_collective: each member grows its shard, histograms summed over a
+    treeboost.collective group (threads here, sockets as between processes): the tree of
+    one process on all the rows, the same on every member."""
+    import threading
+
+    from treeboost.collective import Collective
+    from treeboost.grower import grow_with_collective
+
+    X, g, h = random_data(n_samples=6000, n_features=5, seed=11)
+    X[3] %= 9
+    nb = np.array([255, 255, 255, 9, 255], dtype=NODE_DTYPE)
+    params = GrowerParams(max_leaf_nodes=16, min_samples_leaf=20, reg_lambda=1.0)
+    features = np.array([0, 1, 3, 4], dtype=NODE_DTYPE)  # one left out: not summed
+    single = TreeGrower(X, nb, np.zeros(5, dtype=np.uint8), params).grow(
+        g, h, np.arange(6000, dtype=INDEX_DTYPE), features)
+    shards = [np.sort(s) for s in
+              np.array_split(np.random.default_rng(0).permutation(6000), n_shards)]
+    host = Collective.host(n_shards, timeout=20)
+    trees, errors = [None] * n_shards, []
+
+    def member(rank):
+        try:
+            group = host if rank == 0 else Collective.join(host.address, rank, n_shards,
+                                                           token=host.token, timeout=20)
+            with group:
+                s = shards[rank]
+                grower = TreeGrower(np.ascontiguousarray(X[:, s]), nb,
+                                    np.zeros(5, dtype=np.uint8), params)
+                trees[rank] = grow_with_collective(
+                    grower, g[s], h[s], np.arange(s.size, dtype=INDEX_DTYPE), features, group)
+        except Exception as exc:  # reported below, with the rank
+            errors.append((rank, exc))
+
+    threads = [threading.Thread(target=member, args=(r,)) for r in range(n_shards)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+    for tree in trees:
+        for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count",
+                     "leaf_nodes"):
+            assert_array_equal(getattr(tree, name), getattr(single, name), err_msg=name)
+        for name in ("gain", "sum_g", "sum_h"):  # sums in another order
+            assert_allclose(getattr(tree, name), getattr(single, name), rtol=1e-9,
+                            atol=SUM_ATOL)
+        for name in ("gain", "sum_g", "sum_h"):  # the same bits on every member
+            assert_array_equal(getattr(tree, name), getattr(trees[0], name))
+    assert single.leaf_nodes.size == 16
+
+
+def test_members_at_different_nodes_are_stopped():
+    """A member whose peers sum another node's histogram (other data or bins than they
+    claim) gets an error, not a tree grown on a mixture."""
+    from treeboost.grower import grow_with_collective
+
+    class OtherNode:  # a group of two whose other member is always one node further
+        world_size = 2
+
+        def allreduce_sum(self, array):
+            array *= 2.0
+            array[-1] += 1.0
+            return array
+
+    X, g, h = random_data(n_samples=2000, n_features=3, seed=5)
+    grower = TreeGrower(X, np.full(3, 255, dtype=NODE_DTYPE), np.zeros(3, dtype=np.uint8),
+                        GrowerParams(max_leaf_nodes=8, min_samples_leaf=20))
+    with pytest.raises(RuntimeError, match="grow different nodes"):
+        grow_with_collective(grower, g, h, np.arange(2000, dtype=INDEX_DTYPE),
+                             np.arange(3, dtype=NODE_DTYPE), OtherNode())

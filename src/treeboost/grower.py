@@ -542,9 +542,9 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     features : ndarray of shape (n_used,), dtype int32
         Features this tree may split on (the same on every shard).
     allreduce : callable
-        ``allreduce(hists, features)`` sums the shards' histograms (float64 arrays
-        of shape (n_features, n_bins, 3)) over the used bins of ``features`` and
-        writes the sum into each of them, in place.
+        ``allreduce(hists, features, node)`` sums the shards' histograms (float64
+        arrays of shape (n_features, n_bins, 3)) of node ``node`` over the used bins of
+        ``features`` and writes the sum into each of them, in place.
 
     Returns
     -------
@@ -570,7 +570,75 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
         if node < 0:
             break
         allreduce([g._scratch.hist_pool[r.nodes.slot[node]] for g, r in
-                   zip(growers, trees, strict=True)], features)
+                   zip(growers, trees, strict=True)], features, node)
     return [_grown(s.counters[0], s.feature, s.bin_threshold, s.missing_left,
                    s.node_categorical, s.cat_bitset, s.left, s.right, s.gain, n.count,
                    n.sum_g, n.sum_h, s.start, s.stop, n.constrained) for s, n in trees]
+
+
+def used_bins(n_bins_non_missing: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """Flat indices (into a histogram's first two axes) of the bins a tree fills.
+
+    A node histogram is (n_features, N_BINS, 3) of which only the listed features'
+    value bins and missing bin are written (the rest is uncommitted memory); these are
+    the bins a distributed tree sums across processes.
+    """
+    features = np.asarray(features, dtype=np.int64)
+    nb = np.asarray(n_bins_non_missing, dtype=np.int64)[features]
+    starts = features * N_BINS
+    values = np.repeat(starts, nb) + (np.arange(nb.sum()) - np.repeat(np.cumsum(nb) - nb, nb))
+    return np.concatenate([values, starts + MISSING_BIN])
+
+
+def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.ndarray,
+                         sample_indices: np.ndarray, features: np.ndarray,
+                         collective) -> GrownTree:
+    """Grow one tree over this process's rows, its histograms summed across processes.
+
+    The per-process form of ``grow_data_parallel``: every process of a data-parallel
+    training calls it with its own rows and grower (the same bins and parameters
+    everywhere) and one ``treeboost.collective.Collective``; each histogram the
+    grower builds from this process's rows is summed over the group (in rank order:
+    the same bits on every process) before the split search, so every process takes
+    the same decisions and returns the same nodes, with leaves over its own rows.
+
+    Parameters
+    ----------
+    grower : TreeGrower
+        Over this process's binned rows; dense data, no ``colsample_bynode``, no
+        quantised gradients (as ``grow_data_parallel``).
+    gradient, hessian : ndarray of shape (n_local_samples,), dtype float32
+        This process's derivatives.
+    sample_indices : ndarray, dtype uint32
+        This process's rows of the tree (sorted); reordered in place, grouped by leaf.
+    features : ndarray of shape (n_used,), dtype int32
+        Features the tree may split on (the same on every process).
+    collective : treeboost.collective.Collective
+        The group; every member must call this function for the same tree.
+
+    Returns
+    -------
+    GrownTree
+
+    Raises
+    ------
+    RuntimeError
+        If the processes reach different nodes (they were given different data
+        than they claim, e.g. other bins); a ``CollectiveError`` if a process fails.
+    """
+    index = used_bins(grower.n_bins_non_missing, features)
+    # one row more: the node each process is at, checked after the sum
+    packed = np.empty((index.size + 1, 3), dtype=SUM_DTYPE)
+
+    def allreduce(hists, _features, node):
+        flat = hists[0].reshape(-1, 3)
+        packed[:-1] = flat[index]
+        packed[-1] = node
+        collective.allreduce_sum(packed)
+        if not np.all(packed[-1] == float(node) * collective.world_size):
+            raise RuntimeError(f"the processes of the group grow different nodes (this one "
+                               f"node {node}): their data or bins differ")
+        flat[index] = packed[:-1]
+
+    return grow_data_parallel([grower], [gradient], [hessian], [sample_indices], features,
+                              allreduce)[0]
