@@ -29,7 +29,13 @@ from .binning import BinMapper, SparseBinned, canonical_sparse
 from .callbacks import CallbackList
 from .constraints import clip_line_search_values, monotone_array
 from .exceptions import DivergenceError
-from .grower import GrowerParams, GrownTree, TreeGrower, quantize_by_default
+from .grower import (
+    GrowerParams,
+    GrownTree,
+    TreeGrower,
+    grow_with_collective,
+    quantize_by_default,
+)
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
 from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
@@ -44,6 +50,45 @@ BoostingParams = _params.typed_view(
     extra=[("grower", GrowerParams, field(default_factory=GrowerParams))],
     doc="Stage-loop parameters (``treeboost.params``, part 'booster'); tree parameters "
         "are in ``grower``.")
+
+
+def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
+                      X_binned) -> None:
+    """Refuse, with the reason, what training over a ``Collective`` does not do yet.
+
+    Supported: gbdt over all the rows, dense data, the losses whose F0 is a function
+    of sums (``Loss.init_statistics``) and whose leaves are Newton steps, every tree
+    and column-sampling parameter but ``colsample_bynode``.
+    """
+    p = booster.params
+    refused = []
+    if X_binned is None or isinstance(X_binned, SparseBinned):
+        refused.append("sparse data")
+    if p.boosting != "gbdt":
+        refused.append(f"boosting={p.boosting!r}")
+    if p.subsample < 1.0:
+        refused.append("subsample < 1")
+    if p.grower.colsample_bynode < 1.0:
+        refused.append("colsample_bynode < 1")
+    if p.grower.use_quantized_grad is True:
+        refused.append("use_quantized_grad=True")
+    if p.grower.monotone_constraints is not None or \
+            p.grower.interaction_constraints is not None:
+        refused.append("monotone or interaction constraints")
+    if not booster.loss.newton_leaves or booster.loss.init_statistics(
+            np.zeros(1), np.ones(1)) is None:
+        refused.append(f"loss {booster.loss.name!r} (its F0 or leaves need every row)")
+    if eval_sets:
+        refused.append("validation sets")
+    if init_raw is not None:
+        refused.append("init_score")
+    if group_offsets is not None:
+        refused.append("query groups")
+    if booster.trees:
+        refused.append("continued training")
+    if refused:
+        raise ValueError("training over a collective does not support "
+                         f"{', '.join(refused)} yet")
 
 
 @dataclass
@@ -123,8 +168,8 @@ class Booster:
     # ---- training ------------------------------------------------------------
     def fit(self, X_binned, y, sample_weight, seed: int, eval_sets=(), metrics=(),
             record_training=False, callbacks=(), trace: list | None = None, *,
-            init_raw: np.ndarray | None = None, group_offsets: np.ndarray | None = None
-            ) -> dict:
+            init_raw: np.ndarray | None = None, group_offsets: np.ndarray | None = None,
+            collective=None) -> dict:
         """Run the stage loop up to ``params.n_estimators`` stages in all.
 
         A booster that already has trees continues from them (``init_model``,
@@ -164,6 +209,11 @@ class Booster:
         group_offsets : ndarray of int64, default=None
             Row offsets of the query groups, passed to the losses whose
             ``needs_group`` is true.
+        collective : treeboost.collective.Collective, default=None
+            Train over several processes, each calling ``fit`` with its own rows
+            (binned with the same bins) and the same parameters and seed: F0 and
+            every histogram are summed over the group, so every process builds the
+            model of all the rows (``check_distributed`` lists what is supported).
 
         Returns
         -------
@@ -176,16 +226,26 @@ class Booster:
         self.loss.check_scale(y, sample_weight)
         if init_raw is not None and self.trees:
             raise ValueError("init_score cannot be used to continue a model with trees")
+        if collective is not None:
+            check_distributed(self, eval_sets, init_raw, group_offsets, X_binned)
         if not self.trees:
             # LightGBM: no boost from average when the data carries init scores
-            self.init_score = (np.zeros(self.n_outputs, dtype=SUM_DTYPE) if init_raw is not None
-                               else np.asarray(self.loss.init_score(y, sample_weight),
-                                               dtype=SUM_DTYPE))
+            if init_raw is not None:
+                self.init_score = np.zeros(self.n_outputs, dtype=SUM_DTYPE)
+            elif collective is not None:
+                stats = np.ascontiguousarray(self.loss.init_statistics(y, sample_weight),
+                                             dtype=np.float64)
+                collective.allreduce_sum(stats)
+                self.init_score = np.asarray(self.loss.init_from_statistics(stats),
+                                             dtype=SUM_DTYPE)
+            else:
+                self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
+                                             dtype=SUM_DTYPE)
             self.stage_weights = []
         self.seed = int(seed)
         mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets, init_raw,
-                               group_offsets)
+                               group_offsets, collective)
         # (index in state.scores, name, y, weights, groups) of every evaluated data set
         data = ([(-1, "training", y, sample_weight, group_offsets)] if record_training
                 else []) + [(i, e.name, e.y, e.sample_weight, e.group_offsets)
@@ -238,7 +298,8 @@ class Booster:
         stage = []
         # Newton leaves on dense data: the whole tree, its values and raw-score
         # updates in one kernel call
-        fused = trace is None and self.loss.newton_leaves and not state.grower.sparse
+        fused = trace is None and self.loss.newton_leaves and not state.grower.sparse \
+            and state.collective is None
         node_rng = columns.node_rng(rngs)
         # quantised gradients: each tree's seed of stochastic rounding
         quant_seeds = (rngs["quantize"].integers(0, 2**63, size=K, dtype=np.uint64)
@@ -260,9 +321,14 @@ class Booster:
                 state.add_to_eval_sets(tree, k)
                 stage.append(tree)
                 continue
-            grown = state.grower.grow(state.gradient[k], state.hessian[k], indices, features,
-                                      node_rng, all_rows=outside is None,
-                                      quant_seed=int(quant_seeds[k]))
+            if state.collective is None:
+                grown = state.grower.grow(state.gradient[k], state.hessian[k], indices,
+                                          features, node_rng, all_rows=outside is None,
+                                          quant_seed=int(quant_seeds[k]))
+            else:
+                grown = grow_with_collective(state.grower, state.gradient[k],
+                                             state.hessian[k], indices, features,
+                                             state.collective)
             gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices, context)
             tree = self._make_tree(grown, shrink * gamma)
             if trace is not None:
@@ -549,12 +615,13 @@ class _TrainingState:
     """
 
     def __init__(self, booster: Booster, X_binned, y, sample_weight, eval_sets,
-                 init_raw=None, group_offsets=None):
+                 init_raw=None, group_offsets=None, collective=None):
         K, (_, n) = booster.n_outputs, X_binned.shape
         self.booster, self.X_binned, self.y, self.sample_weight = (booster, X_binned, y,
                                                                    sample_weight)
         self.n, self.eval_sets = n, list(eval_sets)
         self.group_offsets = group_offsets
+        self.collective = collective
         self.all_rows = np.arange(n, dtype=INDEX_DTYPE)
         self.eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in self.eval_sets]
         # the scores before any tree: F0 plus the per-row init scores, if any
@@ -587,7 +654,10 @@ class _TrainingState:
         self.gradient = np.empty((K, n), dtype=G_H_DTYPE)
         self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
         bm = booster.bin_mapper
-        grower_params = quantize_by_default(booster.params.grower, booster.loss.name, n,
+        grower_params = booster.params.grower
+        if collective is not None:  # "auto" decided by each process's rows could differ
+            grower_params = replace(grower_params, use_quantized_grad=False)
+        grower_params = quantize_by_default(grower_params, booster.loss.name, n,
                                             isinstance(X_binned, SparseBinned))
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
                                  grower_params)

@@ -110,8 +110,8 @@ def _keep_feature_info(booster: Booster, train_set: Dataset) -> None:
 
 
 def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
-          callbacks=(), init_model: Booster | None = None, trace: list | None = None
-          ) -> Booster:
+          callbacks=(), init_model: Booster | None = None, trace: list | None = None,
+          collective=None) -> Booster:
     """Train a gradient boosting model on a ``Dataset``.
 
     Parameters
@@ -147,6 +147,13 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         cannot be combined with a training ``init_score`` (refused).
     trace : list, default=None
         If a list, one record per tree is appended (``treeboost.trace``).
+    collective : treeboost.collective.Collective, default=None
+        Data-parallel training: every member of the group calls ``train`` with the
+        same ``params`` (an int ``random_state``) and its own rows in ``train_set``,
+        binned with the same ``BinMapper`` (``Dataset.construct(bin_mapper)`` or
+        ``Dataset.from_chunks(..., bin_mapper=)``); F0 and every node histogram are
+        summed over the group, and each member returns the model of all the rows
+        (``booster.check_distributed`` says what is not supported yet).
 
     Returns
     -------
@@ -179,6 +186,14 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
                          "loss; see treeboost.params")
     _params.validate({k: v for k, v in params.items()
                       if k in table and not (k == "loss" and isinstance(v, Loss))}, scope)
+    if collective is not None:
+        if not train_set.constructed:
+            raise ValueError("train_set must be binned with the group's common bins "
+                             "(construct(bin_mapper)) for training over a collective")
+        if params.get("random_state") is None or params.get("verbose") or \
+                params.get("n_iter_no_change") is not None or trace is not None:
+            raise ValueError("training over a collective needs an int random_state and "
+                             "does not log, stop early or trace yet")
     _take_max_bins(params, train_set, init_model)
     params = with_defaults(params, scope)
     seed = _seed(params["random_state"])
@@ -222,7 +237,8 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     with threads(params["n_jobs"]):
         evals = booster.fit(train_set.binned, train_set.label, train_set.weight, seed,
                             eval_sets, metrics, record_training, chain, trace,
-                            init_raw=init_raw, group_offsets=train_set.group_offsets)
+                            init_raw=init_raw, group_offsets=train_set.group_offsets,
+                            collective=collective)
     # the stopper's after_training kept the stages up to its best one
     booster.best_iteration = None if stopper is None else stopper.best_iteration
     booster.evals_result = evals

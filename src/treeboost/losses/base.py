@@ -203,6 +203,20 @@ class Loss:
         """F0: the constant raw score minimising the weighted loss, shape (n_outputs,)."""
         return np.array([self._numeric_init(y, sample_weight)])
 
+    def init_statistics(self, y: np.ndarray, sample_weight: np.ndarray):
+        """Sums of the rows from which ``init_from_statistics`` gives F0, or None.
+
+        For training over several processes (``treeboost.collective``): each sums its
+        rows, the group adds the sums, and every process computes the same F0. None
+        (the default): F0 is no function of sums (a median, a numeric minimum), and
+        such a loss cannot train distributed yet.
+        """
+        return None
+
+    def init_from_statistics(self, stats: np.ndarray) -> np.ndarray:
+        """F0 from ``init_statistics`` summed over every row (see there)."""
+        raise NotImplementedError(f"loss {self.name!r} has no F0 from sums")
+
     def _numeric_init(self, y, sample_weight) -> float:
         """argmin_c sum w L(y, c) by Brent's method, bracketed around the targets."""
         def objective(c):

@@ -35,6 +35,14 @@ class BinaryLogLoss(Loss):
         f = raw[0]
         return np.logaddexp(0.0, f) - y * f
 
+    def init_statistics(self, y, sample_weight):
+        """(sum of w y, sum of w): F0 is a function of the weighted mean of y."""
+        return np.array([np.dot(sample_weight, y), sample_weight.sum()])
+
+    def init_from_statistics(self, stats):
+        """F0 of the weighted mean ``stats[0] / stats[1]``."""
+        return self.init_score(np.array([stats[0] / stats[1]]), np.ones(1))
+
     def init_score(self, y, sample_weight):
         """Log-odds of the weighted positive rate."""
         p = np.average(y, weights=sample_weight)
@@ -68,6 +76,14 @@ class ExponentialLoss(Loss):
     def pointwise(self, y, raw):
         """exp(-(2y - 1) F) for each row."""
         return np.exp(-(2.0 * y - 1.0) * raw[0])
+
+    def init_statistics(self, y, sample_weight):
+        """(sum of w y, sum of w): F0 is a function of the weighted mean of y."""
+        return np.array([np.dot(sample_weight, y), sample_weight.sum()])
+
+    def init_from_statistics(self, stats):
+        """F0 of the weighted mean ``stats[0] / stats[1]``."""
+        return self.init_score(np.array([stats[0] / stats[1]]), np.ones(1))
 
     def init_score(self, y, sample_weight):
         """Half the log-odds of the weighted positive rate."""
@@ -116,6 +132,15 @@ class SoftmaxLogLoss(Loss):
         """-log softmax(F)_y for each row."""
         logp = log_softmax(raw, axis=0)
         return -logp[y.astype(np.intp), np.arange(y.size)]
+
+    def init_statistics(self, y, sample_weight):
+        """The weight of each class: F0 is the log of the class priors, centred."""
+        return np.bincount(y.astype(np.intp), weights=sample_weight,
+                           minlength=self.n_classes).astype(np.float64)
+
+    def init_from_statistics(self, stats):
+        """F0 of the classes' summed weights ``stats``."""
+        return self.init_score(np.arange(self.n_classes, dtype=np.float64), stats)
 
     def init_score(self, y, sample_weight):
         """Log of the weighted class priors, centred to sum to zero."""

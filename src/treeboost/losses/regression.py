@@ -44,6 +44,14 @@ class SquaredError(Loss):
         """Half squared error of each row."""
         return 0.5 * (y - raw[0]) ** 2
 
+    def init_statistics(self, y, sample_weight):
+        """(sum of w y, sum of w): F0 is a function of the weighted mean of y."""
+        return np.array([np.dot(sample_weight, y), sample_weight.sum()])
+
+    def init_from_statistics(self, stats):
+        """F0 of the weighted mean ``stats[0] / stats[1]``."""
+        return self.init_score(np.array([stats[0] / stats[1]]), np.ones(1))
+
     def init_score(self, y, sample_weight):
         """The weighted mean of y."""
         return np.array([np.average(y, weights=sample_weight)])
@@ -235,6 +243,14 @@ class _LogLinkLoss(Loss):
             raise ValueError(f"loss='{self.name}' requires non-negative targets y >= 0")
         if not np.any(y > 0):
             raise ValueError(f"loss='{self.name}' requires some positive targets")
+
+    def init_statistics(self, y, sample_weight):
+        """(sum of w y, sum of w): F0 is a function of the weighted mean of y."""
+        return np.array([np.dot(sample_weight, y), sample_weight.sum()])
+
+    def init_from_statistics(self, stats):
+        """F0 of the weighted mean ``stats[0] / stats[1]``."""
+        return self.init_score(np.array([stats[0] / stats[1]]), np.ones(1))
 
     def init_score(self, y, sample_weight):
         """log of the weighted mean of y."""

@@ -1,0 +1,106 @@
+"""Data-parallel training over a treeboost.collective group (issue 15): each member trains
+on its own rows with the common bins, F0 and the histograms summed over the group, and
+gets the model one process trains on all the rows: the same trees, scores equal to
+float round-off (the sums are added in another order), and the same bits on every member.
+
+The members are threads here (their sockets are those of separate processes).
+"""
+
+import threading
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from treeboost import Dataset, train
+from treeboost.binning import BinMapper
+from treeboost.collective import Collective
+
+
+def _data(task, n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    X[rng.random(size=X.shape) < 0.05] = np.nan
+    Z = np.nan_to_num(X)
+    signal = Z[:, 0] - Z[:, 1] ** 2 + 0.5 * np.sin(Z[:, 2] * 3)
+    if task == "regression":
+        return X, signal + 0.3 * rng.normal(size=n), {}
+    if task == "binary":
+        return X, (signal + rng.normal(size=n) > 0).astype(float), {"loss": "log_loss"}
+    return X, np.digitize(signal, [-1.0, 0.0, 1.0]).astype(float), {"loss": "log_loss"}
+
+
+def _members(world_size, work):
+    """Run work(rank, group) on ``world_size`` threads; return their results."""
+    host = Collective.host(world_size, timeout=30)
+    results, errors = [None] * world_size, []
+
+    def member(rank):
+        try:
+            group = host if rank == 0 else Collective.join(host.address, rank, world_size,
+                                                           token=host.token, timeout=30)
+            with group:
+                results[rank] = work(rank, group)
+        except Exception as exc:  # reported with the rank
+            errors.append((rank, exc))
+
+    threads = [threading.Thread(target=member, args=(r,)) for r in range(world_size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+    return results
+
+
+@pytest.mark.parametrize("task", ["regression", "binary", "multiclass"])
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_members_train_the_model_of_all_the_rows(task, world_size):
+    X, y, extra = _data(task)
+    weight = np.random.default_rng(1).uniform(0.5, 2.0, size=y.size)
+    params = {"n_estimators": 15, "max_leaf_nodes": 12, "learning_rate": 0.2,
+              "colsample_bytree": 0.8, "random_state": 4, **extra}
+    bins = BinMapper(63, random_state=0).fit(X)
+    single = train(params, Dataset(X, y, weight=weight).construct(bins))
+    shards = np.array_split(np.arange(y.size), world_size)  # uneven, in row order
+
+    def work(rank, group):
+        s = shards[rank]
+        local = Dataset(X[s], y[s], weight=weight[s]).construct(bins)
+        return train(params, local, collective=group)
+
+    boosters = _members(world_size, work)
+    expected = single.predict_raw(X)
+    for booster in boosters:
+        assert len(booster.trees) == len(single.trees)
+        for stage, stage_single in zip(booster.trees, single.trees, strict=True):
+            for tree, tree_single in zip(stage, stage_single, strict=True):
+                for name in ("feature", "bin_threshold", "missing_left", "left", "right",
+                             "count"):
+                    assert_array_equal(getattr(tree, name), getattr(tree_single, name))
+        assert_allclose(booster.init_score, single.init_score, rtol=1e-13, atol=1e-15)
+        assert_allclose(booster.predict_raw(X), expected, rtol=1e-9, atol=1e-9)
+        assert_array_equal(booster.predict_raw(X), boosters[0].predict_raw(X))
+
+
+def test_unsupported_settings_are_refused_on_every_member():
+    X, y, _ = _data("regression", n=600)
+    bins = BinMapper(63, random_state=0).fit(X)
+
+    def work(rank, group):
+        group.barrier()  # the group formed; the refusals below come before any sum
+        local = Dataset(X[rank::2], y[rank::2]).construct(bins)
+        with pytest.raises(ValueError, match="subsample < 1"):
+            train({"n_estimators": 2, "subsample": 0.5, "random_state": 0}, local,
+                  collective=group)
+        with pytest.raises(ValueError, match="loss 'absolute_error'"):
+            train({"n_estimators": 2, "loss": "absolute_error", "random_state": 0}, local,
+                  collective=group)
+        with pytest.raises(ValueError, match="int random_state"):
+            train({"n_estimators": 2}, local, collective=group)
+        with pytest.raises(ValueError, match="common bins"):
+            train({"n_estimators": 2, "random_state": 0}, Dataset(X, y), collective=group)
+        return True
+
+    assert _members(2, work) == [True, True]
