@@ -54,13 +54,15 @@ def _members(world_size, work):
     return results
 
 
-@pytest.mark.parametrize("task", ["regression", "binary", "multiclass"])
+@pytest.mark.parametrize(("task", "subsample"), [("regression", 1.0), ("binary", 1.0),
+                                               ("multiclass", 1.0), ("regression", 0.7),
+                                               ("binary", 0.5)])
 @pytest.mark.parametrize("world_size", [2, 3])
-def test_members_train_the_model_of_all_the_rows(task, world_size):
+def test_members_train_the_model_of_all_the_rows(task, subsample, world_size):
     X, y, extra = _data(task)
     weight = np.random.default_rng(1).uniform(0.5, 2.0, size=y.size)
     params = {"n_estimators": 15, "max_leaf_nodes": 12, "learning_rate": 0.2,
-              "colsample_bytree": 0.8, "random_state": 4, **extra}
+              "colsample_bytree": 0.8, "subsample": subsample, "random_state": 4, **extra}
     bins = BinMapper(63, random_state=0).fit(X)
     single = train(params, Dataset(X, y, weight=weight).construct(bins))
     shards = np.array_split(np.arange(y.size), world_size)  # uneven, in row order
@@ -91,8 +93,8 @@ def test_unsupported_settings_are_refused_on_every_member():
     def work(rank, group):
         group.barrier()  # the group formed; the refusals below come before any sum
         local = Dataset(X[rank::2], y[rank::2]).construct(bins)
-        with pytest.raises(ValueError, match="subsample < 1"):
-            train({"n_estimators": 2, "subsample": 0.5, "random_state": 0}, local,
+        with pytest.raises(ValueError, match="boosting='goss'"):
+            train({"n_estimators": 2, "boosting": "goss", "random_state": 0}, local,
                   collective=group)
         with pytest.raises(ValueError, match="loss 'absolute_error'"):
             train({"n_estimators": 2, "loss": "absolute_error", "random_state": 0}, local,

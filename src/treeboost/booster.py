@@ -40,7 +40,7 @@ from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
 from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
 from .predictor import PackedTrees
-from .sampling import ColumnSampler, stage_streams
+from .sampling import ColumnSampler, GossSampler, SubSampler, stage_streams
 from .tree import Tree
 
 #: Stage-loop parameters, one field per ``part="booster"`` entry of the parameter
@@ -56,18 +56,18 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
                       X_binned) -> None:
     """Refuse, with the reason, what training over a ``Collective`` does not do yet.
 
-    Supported: gbdt over all the rows, dense data, the losses whose F0 is a function
-    of sums (``Loss.init_statistics``) and whose leaves are Newton steps, every tree
-    and column-sampling parameter but ``colsample_bynode``.
+    Supported: gbdt with or without ``subsample`` (the rows of all the members taken
+    in rank order, as one process would draw them), dense data, the losses whose F0
+    is a function of sums (``Loss.init_statistics``) and whose leaves are Newton
+    steps, every tree and column-sampling parameter but ``colsample_bynode``.
     """
     p = booster.params
     refused = []
     if X_binned is None or isinstance(X_binned, SparseBinned):
         refused.append("sparse data")
-    if p.boosting != "gbdt":
+    # gradient boosting over all the rows or a subsample: the plain mode and sampler
+    if type(booster.mode) is not BoostingMode or isinstance(row_sampler(p), GossSampler):
         refused.append(f"boosting={p.boosting!r}")
-    if p.subsample < 1.0:
-        refused.append("subsample < 1")
     if p.grower.colsample_bynode < 1.0:
         refused.append("colsample_bynode < 1")
     if p.grower.use_quantized_grad is True:
@@ -244,6 +244,10 @@ class Booster:
             self.stage_weights = []
         self.seed = int(seed)
         mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
+        if collective is not None and p.subsample < 1.0:
+            # the rows one process would draw of all the group's, in rank order
+            sizes = collective.allgather(int(y.size))
+            sampler = SubSampler(p.subsample, (sum(sizes[:collective.rank]), sum(sizes)))
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets, init_raw,
                                group_offsets, collective)
         # (index in state.scores, name, y, weights, groups) of every evaluated data set

@@ -212,15 +212,29 @@ class SubSampler(RowSampler):
     ----------
     fraction : float
         ``subsample``, below 1.
+    span : tuple of int, default=None
+        ``(offset, n_global)`` when these rows are rows ``offset`` .. ``offset + n - 1``
+        of ``n_global`` trained over several processes: every process draws the same
+        rows of all ``n_global`` (the draw one process would make) and keeps its own.
     """
 
-    def __init__(self, fraction: float):
+    def __init__(self, fraction: float, span: tuple[int, int] | None = None):
         self.fraction = fraction
+        self.span = span
 
     def sample(self, m, gradient, hessian, sample_weight, rngs) -> StageRows:
         """``sample_rows`` from the stage's ``rows`` stream."""
-        rows, outside = sample_rows(sample_weight.size, self.fraction, rngs["rows"],
-                                    return_outside=True)
+        n = sample_weight.size
+        if self.span is None:
+            rows, outside = sample_rows(n, self.fraction, rngs["rows"], return_outside=True)
+            return StageRows(rows, outside, sample_weight)
+        offset, n_global = self.span
+        drawn = sample_rows(n_global, self.fraction, rngs["rows"])
+        lo, hi = np.searchsorted(drawn, [offset, offset + n])
+        rows = (drawn[lo:hi] - offset).astype(INDEX_DTYPE)
+        kept = np.zeros(n, dtype=bool)
+        kept[rows] = True
+        outside = None if rows.size == n else np.flatnonzero(~kept).astype(INDEX_DTYPE)
         return StageRows(rows, outside, sample_weight)
 
 
