@@ -106,3 +106,28 @@ def test_unsupported_settings_are_refused_on_every_member():
         return True
 
     assert _members(2, work) == [True, True]
+
+
+@pytest.mark.parametrize("cuts", [(50,), (2400,), (300, 2900)])
+def test_uneven_members_train_the_model_of_all_the_rows(cuts):
+    """Members of very different sizes: a member's own rows must not bound the trees (50
+    rows hold at most 2 leaves of 20 rows, the group's trees 12), nor decide alone which
+    features can split (feature 5 is constant, missing only in the first member's rows)."""
+    X, y, _ = _data("regression")
+    X[:, 5] = 1.0
+    X[:40, 5] = np.nan
+    y[:40] += 3.0  # worth a split on feature 5's missing values
+    params = {"n_estimators": 10, "max_leaf_nodes": 12, "random_state": 2}
+    bins = BinMapper(63, random_state=0).fit(X)
+    single = train(params, Dataset(X, y).construct(bins))
+    assert any(5 in stage[0].feature for stage in single.trees)  # missing vs present
+    shards = np.split(np.arange(y.size), list(cuts))
+
+    def work(rank, group):
+        s = shards[rank]
+        return train(params, Dataset(X[s], y[s]).construct(bins), collective=group)
+
+    for booster in _members(len(shards), work):
+        for stage, stage_single in zip(booster.trees, single.trees, strict=True):
+            assert_array_equal(stage[0].feature, stage_single[0].feature)
+        assert_allclose(booster.predict_raw(X), single.predict_raw(X), rtol=1e-9, atol=1e-9)

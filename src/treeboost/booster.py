@@ -35,6 +35,7 @@ from .grower import (
     TreeGrower,
     grow_with_collective,
     quantize_by_default,
+    splittable_features,
 )
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
@@ -663,8 +664,14 @@ class _TrainingState:
             grower_params = replace(grower_params, use_quantized_grad=False)
         grower_params = quantize_by_default(grower_params, booster.loss.name, n,
                                             isinstance(X_binned, SparseBinned))
+        total = None if collective is None else sum(collective.allgather(int(n)))
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
-                                 grower_params)
+                                 grower_params, n_rows_total=total)
+        if collective is not None:
+            # a feature of one value bin splits where some member has missing values
+            # and values: every member must leave out the same features
+            local = splittable_features(X_binned, bm.n_bins_non_missing_).astype(np.int64)
+            self.grower.set_splittable(collective.allreduce_sum(local) > 0)
         self._tree_pool = None
 
     def tree_pool(self, n_workers: int) -> ThreadPoolExecutor:

@@ -234,8 +234,11 @@ class TreeGrower:
     """
 
     def __init__(self, X_binned: np.ndarray, n_bins_non_missing: np.ndarray,
-                 is_categorical: np.ndarray, params: GrowerParams):
+                 is_categorical: np.ndarray, params: GrowerParams,
+                 n_rows_total: int | None = None):
         self.X_binned = X_binned
+        # data-parallel training: the rows of the whole group, which bound its trees
+        self.n_rows_total = n_rows_total
         self.n_bins_non_missing = np.ascontiguousarray(n_bins_non_missing, dtype=NODE_DTYPE)
         self.is_categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
         self.params = params
@@ -306,6 +309,10 @@ class TreeGrower:
             twin._splittable = self._splittable
             self._serial_twins.append(twin)
         return self._serial_twins[:n]
+
+    def set_splittable(self, mask: np.ndarray) -> None:
+        """Which features can split, as decided elsewhere (a training group's union)."""
+        self._splittable = np.asarray(mask, dtype=bool)
 
     def splittable(self, features: np.ndarray) -> np.ndarray:
         """``features`` less those that cannot split (``splittable_features``).
@@ -476,7 +483,9 @@ class TreeGrower:
         the cap.
         """
         p = self.params
-        n_samples = self.X_binned.shape[1]
+        # over a group, every member must size its trees by all the rows: a member of
+        # few rows would otherwise stop its trees early and leave the group
+        n_samples = self.n_rows_total or self.X_binned.shape[1]
         cap = max(2, n_samples // max(1, int(p.min_samples_leaf)))
         if p.max_depth is not None:
             cap = min(cap, 2 ** min(int(p.max_depth), 62))
