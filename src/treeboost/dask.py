@@ -1,0 +1,496 @@
+"""Dask front end: train one model on a dask array or dataframe spread over a cluster.
+
+``DaskTreeBoostRegressor`` and ``DaskTreeBoostClassifier`` take the local estimators'
+parameters (plus ``client``) and run data-parallel training (``treeboost.train`` over a
+``treeboost.collective.Collective``) where the data lies:
+
+1. X, y and the weights are stacked into one row-chunked float matrix (labels encoded
+   to ``0..K-1`` on the workers for the classifier) and persisted, so that each
+   partition's rows, labels and weights sit on one worker.
+2. The common bins are fitted on the client from a seeded row sample (up to
+   ``BIN_SAMPLE_ROWS`` rows).
+3. One training task per worker holding partitions (pinned there, its partitions
+   passed as futures so they are local): rank 0 hosts the Collective on its
+   worker's host address (port 0) and publishes ``(address, token)`` through a
+   ``distributed.Variable`` named for this fit; the other ranks wait for it
+   (bounded) and join. Each member trains on its rows and returns the model of all
+   the rows; rank 0's is kept.
+
+Prediction maps the fitted local estimator over the blocks of X (lazy dask arrays);
+``to_local()`` gives the plain ``TreeBoostRegressor`` / ``TreeBoostClassifier``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import uuid
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from . import params as _params
+from .binning import BinMapper
+from .collective import Collective, CollectiveError
+from .dataset import Dataset
+from .sklearn import TreeBoostClassifier, TreeBoostRegressor, _params_doc
+from .training import train
+
+__all__ = ["DaskTreeBoostClassifier", "DaskTreeBoostRegressor"]
+
+#: rows drawn on the client to fit the common bins
+BIN_SAMPLE_ROWS = 200_000
+#: seconds a member waits for rank 0's address, and for its peers in each operation
+RENDEZVOUS_TIMEOUT = 60.0
+COLLECTIVE_TIMEOUT = 300.0
+#: seconds the client waits for the other members' errors after a first one
+_GRACE = 5.0
+
+
+def _make_init(scope: str):
+    """The local estimator's ``__init__`` with a keyword-only ``client=None`` added."""
+    local_init = _params.make_init(scope)
+    sig = _params.signature(scope)
+    sig = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
+        "client", inspect.Parameter.KEYWORD_ONLY, default=None)])
+
+    def __init__(self, *args, client=None, **kwargs):
+        local_init(self, *args, **kwargs)
+        self.client = client
+
+    __init__.__signature__ = sig  # what scikit-learn's get_params reads
+    __init__.__doc__ = (f"Store the parameters (the {scope}'s entries of "
+                        "``treeboost.params``, and ``client``).")
+    return __init__
+
+
+# ---- the tasks run on the workers --------------------------------------------------
+def _identity(block):
+    return block
+
+
+def _encode_labels(block, classes):
+    return np.searchsorted(classes, block).astype(np.float64)
+
+
+def _host_ip() -> str:
+    """This worker's host address, which the other workers reach it on."""
+    from distributed import get_worker
+    from distributed.comm import get_address_host
+
+    try:
+        host = get_address_host(get_worker().address)
+    except Exception:  # an unusual transport: fall back to the loopback
+        return "127.0.0.1"
+    return host or "127.0.0.1"
+
+
+def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, params: dict,
+                  n_features: int, *parts):
+    """One member's training task: form the group, train on ``parts``, return the Booster."""
+    from distributed import Variable
+
+    variable = Variable(rendezvous)
+    if rank == 0:
+        group = Collective.host(world_size, host=_host_ip(), port=0,
+                                timeout=COLLECTIVE_TIMEOUT)
+        variable.set((tuple(group.address), group.token))
+    else:
+        try:
+            address, token = variable.get(timeout=RENDEZVOUS_TIMEOUT)
+        except TimeoutError:
+            raise CollectiveError(f"rank {rank}: rank 0 did not publish its address within "
+                                  f"{RENDEZVOUS_TIMEOUT} s", ranks=(0,),
+                                  operation="join") from None
+        group = Collective.join(tuple(address), rank, world_size, token=token,
+                                timeout=COLLECTIVE_TIMEOUT,
+                                connect_timeout=RENDEZVOUS_TIMEOUT)
+    with group:
+        # the group forms first: a member that fails before its first operation (a
+        # refused setting) must not leave the others retrying their joins
+        if rank == 0:
+            group.wait_for_peers()
+        data = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+        X = np.ascontiguousarray(data[:, :n_features])
+        y, w = data[:, n_features].copy(), data[:, n_features + 1].copy()
+        keep = w > 0  # a zero weight means the row is not there (as the local estimators)
+        if not keep.all():
+            X, y, w = X[keep], y[keep], w[keep]
+        local = Dataset(X, y, weight=w).construct(bin_mapper)
+        return train(params, local, collective=group)
+
+
+def _predict_block(block, model, method, names):
+    if names is not None:
+        import pandas as pd
+
+        block = pd.DataFrame(block, columns=names)
+    return getattr(model, method)(block)
+
+
+# ---- client side -------------------------------------------------------------------
+def _as_dask_array(X, what: str):
+    """A dask array of ``X`` (a dask array or dataframe/series) and its column names."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(X, (dd.DataFrame, dd.Series)):
+        names = None
+        if isinstance(X, dd.DataFrame):
+            bad = [str(c) for c, t in X.dtypes.items() if str(t) == "category"
+                   or not (np.issubdtype(t, np.number) or np.issubdtype(t, np.bool_))]
+            if bad:
+                raise TypeError(f"{what} has non-numeric (e.g. category) columns {bad}: "
+                                "treeboost.dask supports numeric columns only")
+            names = [str(c) for c in X.columns]
+        return X.to_dask_array(lengths=True), names
+    if isinstance(X, da.Array):
+        return X, None
+    raise TypeError(f"{what} must be a dask array or dask dataframe, got {type(X).__name__}")
+
+
+def _check_X(X):
+    X, names = _as_dask_array(X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s)")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must be numeric, got dtype {X.dtype}")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    return X.astype(np.float64).rechunk({1: -1}), names
+
+
+def _check_vector(v, X, what: str):
+    v, _ = _as_dask_array(v, what)
+    if v.ndim == 2 and v.shape[1] == 1:
+        v = v[:, 0]
+    if v.ndim != 1:
+        raise ValueError(f"{what} must be 1-D")
+    if any(np.isnan(c) for c in v.chunks[0]):
+        v = v.compute_chunk_sizes()
+    if v.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but {what} has {v.shape[0]}")
+    return v.rechunk((X.chunks[0],))
+
+
+class _DaskTreeBoostBase(BaseEstimator):
+    """Shared fit/predict machinery of the Dask estimators."""
+
+    _local_class = TreeBoostRegressor
+
+    # ---- fit -----------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit on a dask array or dataframe, training where its partitions lie.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
+            Row-chunked numeric data (NaN allowed: missing); a dataframe's columns
+            must be numeric (no categories yet).
+        y : dask.array.Array of shape (n_samples,) or dask.dataframe.Series
+            Targets (class labels for the classifier).
+        sample_weight : dask.array.Array or dask.dataframe.Series, default=None
+            Non-negative row weights; a row of weight 0 is left out.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            A setting that data-parallel training does not support (named), or bad data.
+        RuntimeError
+            A training task failed (a worker died, a peer went silent); the other
+            tasks are cancelled.
+        """
+        import dask.array as da
+        from distributed import Variable, default_client, futures_of, wait
+
+        client = self.client if self.client is not None else default_client()
+        self._refuse_unsupported()
+        X, names = _check_X(X)
+        y = _check_vector(y, X, "y")
+        if sample_weight is None:
+            w = da.ones(X.shape[0], chunks=(X.chunks[0],), dtype=np.float64)
+        else:
+            w = _check_vector(sample_weight, X, "sample_weight").astype(np.float64)
+        n, n_features = X.shape
+        if n < 2:
+            raise ValueError(f"fit needs at least 2 samples, got {n}")
+        seed = self._seed()
+        params = {k: v for k, v in self.get_params().items() if k != "client"}
+        params["random_state"] = seed
+        y = self._encode_target(y, client, params)
+
+        # one matrix: each partition's rows, labels and weights on one worker
+        fit_id = uuid.uuid4().hex
+        data = da.concatenate([X, y[:, None], w[:, None]], axis=1).rechunk({1: -1})
+        # a key of this fit's own: a refit on the same arrays must not meet the partitions
+        # of the last fit while the scheduler still forgets them
+        data = data.map_blocks(_identity, dtype=np.float64, name=f"treeboost-data-{fit_id}")
+        data = client.persist(data)
+        keys = [k[0] if isinstance(k, list) else k for k in data.__dask_keys__()]
+        by_key = {f.key: f for f in futures_of(data)}
+        futures = [by_key[k] for k in keys]
+        sizes = data.chunks[0]
+
+        wait(data)  # placed: who_has knows where each partition lies
+        bin_mapper = self._fit_bins(data, n, n_features, seed, client)
+
+        who_has = client.who_has(futures)
+        groups: dict[str, list] = {}  # worker -> its partitions, in row order
+        for future, size in zip(futures, sizes, strict=True):
+            if size == 0:
+                continue
+            holders = sorted(who_has.get(future.key, ()))
+            worker = holders[0] if holders else None
+            groups.setdefault(worker, []).append(future)
+        if None in groups:  # not placed yet (should not happen after persist): pick any
+            placed = sorted(w for w in groups if w is not None) or sorted(
+                client.scheduler_info()["workers"])
+            groups.setdefault(placed[0], []).extend(groups.pop(None))
+        workers = sorted(groups)
+        self.workers_ = workers
+
+        rendezvous = f"treeboost-rendezvous-{fit_id}"
+        world = len(workers)
+        tasks = [client.submit(_train_member, rank, world, rendezvous, bin_mapper, params,
+                               n_features, *groups[addr], workers=[addr],
+                               allow_other_workers=False, pure=False, retries=0,
+                               key=f"treeboost-train-{rank}-{rendezvous}")
+                 for rank, addr in enumerate(workers)]
+        try:
+            boosters = self._gather(client, tasks, workers)
+        finally:
+            try:
+                Variable(rendezvous, client=client).delete()
+            except Exception:  # best effort cleanup
+                pass
+            del data, futures, by_key, groups  # released: the partitions live no longer
+        booster = boosters[0]
+        self._finish(booster, params, names)
+        return self
+
+    def _gather(self, client, tasks, workers):
+        """The members' results, or one clear error (the others' tasks cancelled)."""
+        from distributed import as_completed, wait
+
+        for done in as_completed(tasks):
+            if done.status != "finished":  # the first failure: stop waiting for the rest
+                break
+        if any(t.status != "finished" for t in tasks):
+            # let the others fail too (a peer's failure), to report the cause
+            try:
+                wait(tasks, timeout=_GRACE)
+            except TimeoutError:
+                pass
+            errors = [(rank, t.exception()) for rank, t in enumerate(tasks)
+                      if t.status == "error"]
+            client.cancel([t for t in tasks if t.status not in ("finished", "error")])
+            cause = [e for e in errors if not isinstance(e[1], CollectiveError)] or errors
+            rank, exc = cause[0]
+            where = f"on worker {workers[rank]} (rank {rank} of {len(workers)})"
+            if isinstance(exc, (ValueError, TypeError)):
+                raise type(exc)(f"distributed fit failed {where}: {exc}") from exc
+            raise RuntimeError(f"distributed fit failed {where}: "
+                               f"{type(exc).__name__}: {exc}") from exc
+        return client.gather(tasks)
+
+    def _refuse_unsupported(self) -> None:
+        refused = []
+        if self.categorical_features not in (None, "from_dtype"):
+            refused.append("categorical_features")
+        if getattr(self, "class_weight", None) is not None:
+            refused.append("class_weight")
+        if self.trace:
+            refused.append("trace=True")
+        if self.n_iter_no_change is not None:
+            refused.append("n_iter_no_change (early stopping)")
+        if self.verbose:
+            refused.append("verbose")
+        if refused:
+            raise ValueError(f"{type(self).__name__} does not support {', '.join(refused)} "
+                             "yet")
+
+    def _seed(self) -> int:
+        if isinstance(self.random_state, numbers.Integral):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def _fit_bins(self, data, n, n_features, seed, client) -> BinMapper:
+        """The common bins, fitted on the client from a seeded sample of the rows."""
+        rng = np.random.default_rng(seed)
+        if n > BIN_SAMPLE_ROWS:
+            rows = np.sort(rng.choice(n, size=BIN_SAMPLE_ROWS, replace=False))
+            sample = data[rows]
+        else:
+            sample = data
+        sample = client.compute(sample[:, :n_features]).result()
+        return BinMapper(self.max_bins, random_state=seed).fit(sample)
+
+    def _encode_target(self, y, client, params):
+        if y.dtype.kind not in "biuf":
+            raise TypeError(f"{type(self).__name__} needs a numeric target, got dtype "
+                            f"{y.dtype}")
+        return y.astype(np.float64)
+
+    def _finish(self, booster, params, names) -> None:
+        params = {k: v for k, v in params.items() if k != "n_classes"}
+        params["random_state"] = self.random_state
+        if names is not None:
+            booster.feature_names = names
+        booster.pandas_categories = {}
+        self._local = self._local_class._from_booster(
+            booster, params, feature_names=names, pandas_categories={},
+            classes=getattr(self, "classes_", None), best_iteration=None, evals_result={})
+        self.n_features_in_ = booster.n_features
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        self.n_iter_ = len(booster.trees)
+
+    # ---- fitted model --------------------------------------------------------
+    @property
+    def booster_(self):
+        """The fitted ``Booster`` (F0, trees, and the common bin mapper)."""
+        check_is_fitted(self, "_local")
+        return self._local.booster_
+
+    def to_local(self):
+        """The fitted local estimator (``TreeBoostRegressor`` / ``TreeBoostClassifier``).
+
+        Returns
+        -------
+        TreeBoostRegressor or TreeBoostClassifier
+            The same model; its ``save_model`` file is the local estimators' format.
+        """
+        check_is_fitted(self, "_local")
+        return self._local
+
+    def save_model(self, path) -> None:
+        """Write the fitted model (as the local estimator's file, ``treeboost.load_model``).
+
+        Parameters
+        ----------
+        path : str or path-like
+            Destination file.
+        """
+        self.to_local().save_model(path)
+
+    # ---- prediction ----------------------------------------------------------
+    def _map(self, X, method: str, n_outputs: int | None, dtype):
+        check_is_fitted(self, "_local")
+        X, names = _check_X(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else list(names)
+        if n_outputs is None:
+            return X.map_blocks(_predict_block, self._local, method, names, drop_axis=1,
+                                dtype=dtype, meta=np.empty(0, dtype=dtype))
+        return X.map_blocks(_predict_block, self._local, method, names,
+                            chunks=(X.chunks[0], (n_outputs,)), dtype=dtype,
+                            meta=np.empty((0, 0), dtype=dtype))
+
+    def predict(self, X):
+        """Predict, lazily, block by block with the fitted model.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
+            Data, with the training features.
+
+        Returns
+        -------
+        dask.array.Array of shape (n_samples,)
+            Predicted values (class labels for the classifier).
+        """
+        dtype = getattr(self, "classes_", np.empty(0)).dtype
+        return self._map(X, "predict", None, dtype)
+
+
+class DaskTreeBoostRegressor(RegressorMixin, _DaskTreeBoostBase):
+    _local_class = TreeBoostRegressor
+    _scope = "regressor"
+
+    __init__ = _make_init("regressor")
+
+
+class DaskTreeBoostClassifier(ClassifierMixin, _DaskTreeBoostBase):
+    _local_class = TreeBoostClassifier
+    _scope = "classifier"
+
+    __init__ = _make_init("classifier")
+
+    def _encode_target(self, y, client, params):
+        import dask.array as da
+
+        if y.dtype.kind == "f":
+            if bool(client.compute(da.isnan(y).any()).result()):
+                raise ValueError("y contains missing class labels (NaN)")
+        classes = client.compute(da.unique(y)).result()
+        if len(classes) < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
+                             f"the data; got {len(classes)}")
+        self.classes_, self.n_classes_ = classes, len(classes)
+        params["n_classes"] = len(classes)
+        return y.map_blocks(_encode_labels, classes, dtype=np.float64)
+
+    def predict_proba(self, X):
+        """Class probabilities, lazily, block by block with the fitted model.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
+            Data, with the training features.
+
+        Returns
+        -------
+        dask.array.Array of shape (n_samples, n_classes)
+            The probability of each class (``classes_`` order).
+        """
+        return self._map(X, "predict_proba", self.n_classes_, np.float64)
+
+
+_COMMON_DOC = """
+Parameters
+----------
+{params}
+client : distributed.Client, default=None
+    The cluster to train on; None uses ``distributed.default_client()``.
+
+Attributes
+----------
+booster_ : Booster
+    The fitted model (its ``bin_mapper`` is the common bins).
+workers_ : list of str
+    The workers that held data and trained (rank order).
+n_features_in_ : int
+n_iter_ : int
+{extra}
+Notes
+-----
+Data-parallel training does not support (refused with the reason, see
+``treeboost.booster.check_distributed``): GOSS, DART and random forests,
+``colsample_bynode`` < 1, losses
+whose F0 or leaves need every row (``absolute_error``, ``quantile``, ``huber``),
+monotone and interaction constraints, categorical features, ``class_weight``,
+validation sets and early stopping, ``verbose``, ``trace``, ``init_score``,
+continued training.
+"""
+
+DaskTreeBoostRegressor.__doc__ = (
+    "Gradient tree boosting for regression, trained on a Dask cluster.\n"
+    "\nThe model of ``TreeBoostRegressor`` trained data-parallel where the partitions of X "
+    "lie;\nsee ``treeboost.dask``.\n"
+    + _COMMON_DOC.format(params=_params_doc("regressor"), extra=""))
+DaskTreeBoostClassifier.__doc__ = (
+    "Gradient tree boosting for classification, trained on a Dask cluster.\n"
+    "\nThe model of ``TreeBoostClassifier`` trained data-parallel where the partitions of X "
+    "lie;\nsee ``treeboost.dask``.\n"
+    + _COMMON_DOC.format(params=_params_doc("classifier"),
+                         extra="classes_ : ndarray of shape (n_classes,)\nn_classes_ : int\n"))

@@ -1,0 +1,150 @@
+"""treeboost.dask: data-parallel training over a Dask cluster gives the model of all the rows.
+
+The reference is the local ``train`` on all the rows binned with the fitted model's common
+bins (``booster_.bin_mapper``): the same trees, predictions equal to float round-off.
+"""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+from treeboost import Dataset, TreeBoostClassifier, TreeBoostRegressor, load_model, train  # noqa: E402
+from treeboost.dask import DaskTreeBoostClassifier, DaskTreeBoostRegressor  # noqa: E402
+
+PARAMS = {"n_estimators": 12, "max_leaf_nodes": 10, "learning_rate": 0.2,
+          "colsample_bytree": 0.8, "random_state": 3}
+
+
+@pytest.fixture(scope="module")
+def client():
+    # processes=True is the realistic setting (each worker its own interpreter and sockets)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+def _data(task, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    X[rng.random(size=X.shape) < 0.05] = np.nan
+    Z = np.nan_to_num(X)
+    signal = Z[:, 0] - Z[:, 1] ** 2 + 0.5 * np.sin(Z[:, 2] * 3)
+    if task == "regression":
+        return X, signal + 0.3 * rng.normal(size=n)
+    if task == "binary":
+        return X, (signal + rng.normal(size=n) > 0).astype(float)
+    return X, np.digitize(signal, [-1.0, 0.0, 1.0]).astype(float) * 10  # labels 0, 10, 20, 30
+
+
+def _assert_same_trees(booster, single):
+    assert len(booster.trees) == len(single.trees)
+    for stage, stage_single in zip(booster.trees, single.trees, strict=True):
+        for tree, tree_single in zip(stage, stage_single, strict=True):
+            for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count"):
+                assert_array_equal(getattr(tree, name), getattr(tree_single, name))
+
+
+def _spread(client, X, n_chunks=4):
+    """X as a dask array of ``n_chunks`` row chunks placed on the workers in turn."""
+    workers = sorted(client.scheduler_info()["workers"])
+    parts = np.array_split(X, n_chunks)
+    futures = [client.scatter(part, workers=[workers[i % len(workers)]])
+               for i, part in enumerate(parts)]
+    Xd = da.concatenate([da.from_delayed(f, shape=part.shape, dtype=part.dtype)
+                         for f, part in zip(futures, parts, strict=True)])
+    Xd = client.persist(Xd)
+    distributed.wait(Xd)
+    held = {w for holders in client.who_has(Xd).values() for w in holders}
+    assert held == set(workers)  # both workers hold data
+    return Xd
+
+
+def test_regressor_equals_local_training(client, tmp_path):
+    X, y = _data("regression")
+    weight = np.random.default_rng(1).uniform(0.5, 2.0, size=y.size)
+    Xd = _spread(client, X)
+    model = DaskTreeBoostRegressor(**PARAMS, client=client).fit(
+        Xd, da.from_array(y, chunks=500), sample_weight=da.from_array(weight, chunks=700))
+    assert sorted(model.workers_) == sorted(client.scheduler_info()["workers"])
+    bins = model.booster_.bin_mapper
+    single = train(PARAMS, Dataset(X, y, weight=weight).construct(bins))
+    _assert_same_trees(model.booster_, single)
+    expected = np.ravel(single.predict_raw(X))
+    pred = model.predict(Xd)
+    assert isinstance(pred, da.Array)
+    assert_allclose(pred.compute(), expected, rtol=1e-9, atol=1e-9)
+
+    local = model.to_local()
+    assert type(local) is TreeBoostRegressor
+    assert local.get_params()["max_leaf_nodes"] == PARAMS["max_leaf_nodes"]
+    assert_allclose(local.predict(X), expected, rtol=1e-9, atol=1e-9)
+    path = tmp_path / "model.json"
+    local.save_model(path)
+    loaded = load_model(path)
+    assert type(loaded) is TreeBoostRegressor
+    assert_array_equal(loaded.predict(X), local.predict(X))
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_classifier_equals_local_training(client, task):
+    X, y = _data(task, seed=2)
+    Xd, yd = _spread(client, X), da.from_array(y, chunks=500)
+    model = DaskTreeBoostClassifier(**PARAMS, client=client).fit(Xd, yd)
+    classes = np.unique(y)
+    assert_array_equal(model.classes_, classes)
+    encoded = np.searchsorted(classes, y).astype(float)
+    bins = model.booster_.bin_mapper
+    single = train(dict(PARAMS, loss="log_loss", n_classes=len(classes)),
+                   Dataset(X, encoded).construct(bins))
+    _assert_same_trees(model.booster_, single)
+    reference = TreeBoostClassifier._from_booster(
+        single, PARAMS, feature_names=None, pandas_categories={}, classes=classes,
+        best_iteration=None, evals_result={})
+    proba = model.predict_proba(Xd)
+    assert isinstance(proba, da.Array)
+    assert proba.shape == (len(y), len(classes))
+    assert_allclose(proba.compute(), reference.predict_proba(X), rtol=1e-9, atol=1e-9)
+    assert_array_equal(model.predict(Xd).compute(), reference.predict(X))
+    assert type(model.to_local()) is TreeBoostClassifier
+
+
+def test_dataframe_input_keeps_column_names(client):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X, y = _data("regression", n=1200, seed=4)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    ddf = dd.from_pandas(frame, npartitions=3)
+    yd = dd.from_pandas(pd.Series(y), npartitions=3)
+    # Dask places the partitions as it likes: members of any size train one model
+    model = DaskTreeBoostRegressor(n_estimators=5, max_leaf_nodes=12, random_state=0,
+                                   client=client).fit(ddf, yd)
+    assert list(model.feature_names_in_) == list(frame.columns)
+    assert_allclose(model.predict(ddf).compute(), model.to_local().predict(frame),
+                    rtol=1e-12, atol=1e-12)
+    frame["c"] = pd.Categorical(np.where(y > 0, "a", "b"))
+    with pytest.raises(TypeError, match="category"):
+        DaskTreeBoostRegressor(client=client).fit(dd.from_pandas(frame, npartitions=2),
+                                                  dd.from_pandas(pd.Series(y), npartitions=2))
+
+
+def test_refused_setting_is_one_clear_error_and_the_cluster_survives(client):
+    X, y = _data("regression", n=800, seed=5)
+    Xd, yd = _spread(client, X), da.from_array(y, chunks=200)
+    with pytest.raises(ValueError, match="colsample_bynode < 1") as info:
+        DaskTreeBoostRegressor(**PARAMS, colsample_bynode=0.5, client=client).fit(Xd, yd)
+    assert "distributed fit failed on worker" in str(info.value)
+    with pytest.raises(ValueError, match="class_weight"):
+        DaskTreeBoostClassifier(class_weight="balanced", client=client).fit(Xd, yd > 0)
+    model = DaskTreeBoostRegressor(**PARAMS, client=client).fit(Xd, yd)
+    assert model.n_iter_ == PARAMS["n_estimators"]
+
+
+def test_get_params_has_client_and_the_table():
+    params = DaskTreeBoostRegressor().get_params()
+    assert params["client"] is None
+    assert set(params) - {"client"} == set(TreeBoostRegressor().get_params())
+    assert DaskTreeBoostClassifier(max_bins=31).get_params()["max_bins"] == 31
