@@ -82,6 +82,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+# the kernel census of the end-to-end benchmark (benchmarks/ is on sys.path when run)
+from bench_end_to_end import compiled_signatures, newly_compiled
+
 LIBS = ("treeboost", "lightgbm", "xgboost")
 NDCG_AT = (1, 5, 10)
 GRADE_QUANTILES = (0.50, 0.75, 0.90, 0.97)  # thresholds of grades 1, 2, 3, 4
@@ -260,22 +263,6 @@ def version(lib: str) -> str:
     return importlib.import_module(lib).__version__
 
 
-def compiled_signatures() -> dict[str, int]:
-    """Signatures each treeboost kernel has compiled or loaded from cache so far."""
-    import importlib
-    import pkgutil
-
-    import treeboost._kernels as kernels
-
-    out = {}
-    for info in pkgutil.iter_modules(kernels.__path__, "treeboost._kernels."):
-        mod = importlib.import_module(info.name)
-        for name, obj in vars(mod).items():
-            if hasattr(obj, "py_func") and hasattr(obj, "signatures"):
-                out[f"{info.name.rsplit('.', 1)[1]}.{name}"] = len(obj.signatures)
-    return out
-
-
 class PeakRSS:
     """Peak resident set size of this process while the context is open (psutil)."""
 
@@ -346,7 +333,7 @@ def run_lib(lib: str, args, data) -> dict:
             first = score
         same = same and np.array_equal(first, score)
     if lib == "treeboost":
-        compiled = sorted(k for k, n in compiled_signatures().items() if n > before.get(k, 0))
+        compiled = newly_compiled(before)
         if compiled:
             print(f"# warning: treeboost compiled {compiled} inside a timed fit; raise "
                   f"--warmup-queries", flush=True)
