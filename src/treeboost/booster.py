@@ -245,12 +245,12 @@ class Booster:
             self.stage_weights = []
         self.seed = int(seed)
         mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
-        if collective is not None and p.subsample < 1.0:
-            # the rows one process would draw of all the group's, in rank order
-            sizes = collective.allgather(int(y.size))
-            sampler = SubSampler(p.subsample, (sum(sizes[:collective.rank]), sum(sizes)))
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets, init_raw,
                                group_offsets, collective)
+        if collective is not None and p.subsample < 1.0:
+            # the rows one process would draw of all the group's, in rank order
+            sizes = state.member_rows
+            sampler = SubSampler(p.subsample, (sum(sizes[:collective.rank]), sum(sizes)))
         # (index in state.scores, name, y, weights, groups) of every evaluated data set
         data = ([(-1, "training", y, sample_weight, group_offsets)] if record_training
                 else []) + [(i, e.name, e.y, e.sample_weight, e.group_offsets)
@@ -664,9 +664,11 @@ class _TrainingState:
             grower_params = replace(grower_params, use_quantized_grad=False)
         grower_params = quantize_by_default(grower_params, booster.loss.name, n,
                                             isinstance(X_binned, SparseBinned))
-        total = None if collective is None else sum(collective.allgather(int(n)))
+        #: the rows of every member of the group, in rank order (None alone)
+        self.member_rows = None if collective is None else collective.allgather(int(n))
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
-                                 grower_params, n_rows_total=total)
+                                 grower_params, n_rows_total=None if collective is None
+                                 else sum(self.member_rows))
         if collective is not None:
             # a feature of one value bin splits where some member has missing values
             # and values: every member must leave out the same features

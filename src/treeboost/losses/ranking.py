@@ -76,7 +76,6 @@ class LambdaRankContext:
         sigma = _check_sigma(sigma, "sigmoid")
         y, query, rank, n_queries = query_layout(y, group_offsets)
         self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
-        self.query = query
         self.gain = label_gains(y, label_gain)
         best = ideal_dcg(self.gain, query, rank, n_queries, int(truncation_level))
         self.inverse_max_dcg = np.divide(1.0, best, out=np.zeros(n_queries), where=best > 0)
