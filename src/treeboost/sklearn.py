@@ -115,16 +115,27 @@ class _TreeBoostBase(BaseEstimator):
         self : object
             The fitted estimator.
         """
+        callbacks = self._check_fit_params(callbacks)
+        return self._fit_new(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
+                             callbacks, init_score, eval_init_score)
+
+    def _check_fit_params(self, callbacks):
+        """The checks ``fit`` makes before it looks at the data; the checked callbacks."""
         _params.validate(self.get_params(), self._scope)
         callbacks = check_callbacks(callbacks)
         check_mode(self._boosting_params())
+        return callbacks
+
+    def _fit_new(self, X, y, sample_weight, eval_set, eval_sample_weight, init_model,
+                 callbacks, init_score, eval_init_score, groups=None):
+        """``_fit`` on a new estimator; this one takes its fitted attributes at the end."""
         previous = _continued.previous_model(self, init_model)
         # the fit runs on a new estimator with these parameters, whose fitted
         # attributes this one takes at the end: a fit that fails (a warm start on
         # other data, say) leaves the fitted model as it was
         fitted = type(self)(**self.get_params(deep=False))
         if fitted._fit(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
-                       previous, callbacks, init_score, eval_init_score):
+                       previous, callbacks, init_score, eval_init_score, groups):
             self._take_fitted(fitted)
         return self
 
@@ -726,21 +737,14 @@ class TreeBoostRanker(_TreeBoostBase):
         ``validation_fraction`` of the queries (whole queries, drawn with
         ``random_state``).
         """
-        _params.validate(self.get_params(), self._scope)
-        callbacks = check_callbacks(callbacks)
-        check_mode(self._boosting_params())
-        n = _num_samples(X)
-        sizes = _query_sizes(group, qid, n, "group/qid")
+        callbacks = self._check_fit_params(callbacks)
+        sizes = _query_sizes(group, qid, _num_samples(X), "group/qid")
         if sample_weight is not None and np.any(np.asarray(sample_weight) != 1.0):
             raise ValueError("sample_weight: TreeBoostRanker does not take row weights yet "
                              "(the ranking losses weigh every query alike)")
         eval_groups = self._eval_groups(eval_set, eval_group, eval_qid)
-        previous = _continued.previous_model(self, init_model)
-        fitted = type(self)(**self.get_params(deep=False))
-        if fitted._fit(X, y, None, eval_set, None, init_model, previous, callbacks,
-                       init_score, eval_init_score, groups=(sizes, eval_groups)):
-            self._take_fitted(fitted)
-        return self
+        return self._fit_new(X, y, None, eval_set, None, init_model, callbacks, init_score,
+                             eval_init_score, groups=(sizes, eval_groups))
 
     @staticmethod
     def _eval_groups(eval_set, eval_group, eval_qid):
