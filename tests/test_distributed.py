@@ -131,3 +131,64 @@ def test_uneven_members_train_the_model_of_all_the_rows(cuts):
         for stage, stage_single in zip(booster.trees, single.trees, strict=True):
             assert_array_equal(stage[0].feature, stage_single[0].feature)
         assert_allclose(booster.predict_raw(X), single.predict_raw(X), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("task", ["regression", "binary"])
+def test_early_stopping_over_the_members_rows_stops_where_one_process_does(task):
+    """Validation sets split over the members: the log holds the metrics of all their
+    rows (gathered in rank order), so every member stops at one process's stage."""
+    X, y, extra = _data(task, n=4000, seed=3)
+    Xt, yt, Xv, yv = X[:3000], y[:3000], X[3000:], y[3000:]
+    wv = np.random.default_rng(2).uniform(0.5, 2.0, size=yv.size)
+    metric = "rmse" if task == "regression" else ["auc", "loss"]
+    params = {"n_estimators": 300, "max_leaf_nodes": 31, "learning_rate": 0.3,
+              "min_samples_leaf": 5, "n_iter_no_change": 5, "eval_metric": metric,
+              "random_state": 1, **extra}
+    bins = BinMapper(63, random_state=0).fit(Xt)
+    single = train(params, Dataset(Xt, yt).construct(bins),
+                   valid_sets=[Dataset(Xv, yv, weight=wv)])
+    assert single.best_iteration is not None
+    assert single.best_iteration < 100
+    train_parts = np.array_split(np.arange(3000), 2)
+    valid_parts = [np.arange(0, 200), np.arange(200, 1000)]  # uneven
+
+    def work(rank, group):
+        t, v = train_parts[rank], valid_parts[rank]
+        return train(params, Dataset(Xt[t], yt[t]).construct(bins),
+                     valid_sets=[Dataset(Xv[v], yv[v], weight=wv[v])], collective=group)
+
+    boosters = _members(2, work)
+    for booster in boosters:
+        assert booster.best_iteration == single.best_iteration
+        assert len(booster.trees) == len(single.trees)
+        assert booster.evals_result.keys() == single.evals_result.keys()
+        for name, per_metric in single.evals_result["validation_0"].items():
+            assert_allclose(booster.evals_result["validation_0"][name], per_metric,
+                            rtol=1e-10)
+    assert_array_equal(boosters[0].predict_raw(Xv), boosters[1].predict_raw(Xv))
+
+
+def test_early_stopping_on_the_training_rows_and_mismatched_sets():
+    X, y, _ = _data("regression", n=2000, seed=5)
+    params = {"n_estimators": 200, "learning_rate": 0.5, "n_iter_no_change": 3,
+              "tol": 1e-3, "random_state": 0}
+    bins = BinMapper(63, random_state=0).fit(X)
+    single = train(params, Dataset(X, y).construct(bins))
+    assert single.best_iteration is not None
+    assert single.best_iteration < 199
+
+    def work(rank, group):
+        s = slice(0, 700) if rank == 0 else slice(700, None)
+        local = Dataset(X[s], y[s]).construct(bins)
+        booster = train(params, local, collective=group)
+        # a member without the validation set its peer has: one clear error on both
+        valid = [Dataset(X[:10], y[:10])] if rank == 0 else []
+        with pytest.raises(ValueError, match="evaluate different data sets"):
+            train({**params, "n_iter_no_change": None}, local, valid_sets=valid,
+                  collective=group)
+        return booster
+
+    for booster in _members(2, work):
+        assert booster.best_iteration == single.best_iteration
+        assert_allclose(booster.evals_result["training"]["squared_error"],
+                        single.evals_result["training"]["squared_error"], rtol=1e-10)

@@ -60,7 +60,9 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     Supported: gbdt with or without ``subsample`` (the rows of all the members taken
     in rank order, as one process would draw them), dense data, the losses whose F0
     is a function of sums (``Loss.init_statistics``) and whose leaves are Newton
-    steps, every tree and column-sampling parameter but ``colsample_bynode``.
+    steps, every tree and column-sampling parameter but ``colsample_bynode``, and
+    validation sets (each member holds some of their rows; the metrics are evaluated
+    on the rows of all the members, gathered in rank order).
     """
     p = booster.params
     refused = []
@@ -79,8 +81,8 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     if not booster.loss.newton_leaves or booster.loss.init_statistics(
             np.zeros(1), np.ones(1)) is None:
         refused.append(f"loss {booster.loss.name!r} (its F0 or leaves need every row)")
-    if eval_sets:
-        refused.append("validation sets")
+    if any(e.group_offsets is not None for e in eval_sets):
+        refused.append("validation sets with query groups")
     if init_raw is not None:
         refused.append("init_score")
     if group_offsets is not None:
@@ -90,6 +92,14 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     if refused:
         raise ValueError("training over a collective does not support "
                          f"{', '.join(refused)} yet")
+
+
+def _gather_columns(collective, arrays: list) -> list:
+    """Each array of ``arrays`` joined along its last axis (rows) over the group's
+    members, in rank order: one allgather for all of them."""
+    parts = collective.allgather([np.ascontiguousarray(a) for a in arrays])
+    return [np.concatenate([member[j] for member in parts], axis=-1)
+            for j in range(len(arrays))]
 
 
 @dataclass
@@ -255,6 +265,20 @@ class Booster:
         data = ([(-1, "training", y, sample_weight, group_offsets)] if record_training
                 else []) + [(i, e.name, e.y, e.sample_weight, e.group_offsets)
                             for i, e in enumerate(eval_sets)]
+        if collective is not None:
+            layouts = collective.allgather([d[1] for d in data])
+            if any(layout != layouts[0] for layout in layouts):
+                raise ValueError("the members of a collective evaluate different data "
+                                 f"sets (by rank: {layouts}); every member passes the "
+                                 "same valid sets (its own rows of each, maybe none)")
+        if collective is not None and data:
+            # a metric is a function of every row: each member evaluates the rows of
+            # all the members (in rank order, as one process holds them), so the log,
+            # and early stopping's decision, are the same everywhere
+            ys = _gather_columns(collective, [d[2] for d in data])
+            ws = _gather_columns(collective, [d[3] for d in data])
+            data = [(i, name, y_i, w_i, None) for (i, name, *_), y_i, w_i
+                    in zip(data, ys, ws, strict=True)]
         evals_log = {d[1]: {metric.name: [] for metric in metrics} for d in data}
         if not isinstance(callbacks, CallbackList):
             callbacks = CallbackList(callbacks)
@@ -263,8 +287,11 @@ class Booster:
             for m in range(len(self.trees), p.n_estimators):
                 self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m),
                             trace)
-                for i, name, y_i, w_i, groups_i in data:
-                    values = evaluate(metrics, y_i, state.scores(i), w_i, self.loss,
+                raws = [state.scores(i) for i, *_ in data]
+                if collective is not None and data:
+                    raws = _gather_columns(collective, raws)
+                for (_i, name, y_i, w_i, groups_i), raw in zip(data, raws, strict=True):
+                    values = evaluate(metrics, y_i, raw, w_i, self.loss,
                                       where=f" on {name} at stage {m + 1}",
                                       group_offsets=groups_i)
                     for metric, value in zip(metrics, values, strict=True):

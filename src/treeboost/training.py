@@ -153,7 +153,11 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         binned with the same ``BinMapper`` (``Dataset.construct(bin_mapper)`` or
         ``Dataset.from_chunks(..., bin_mapper=)``); F0 and every node histogram are
         summed over the group, and each member returns the model of all the rows
-        (``booster.check_distributed`` says what is not supported yet).
+        (``booster.check_distributed`` says what is not supported yet). Each member
+        passes its own rows of the same ``valid_sets`` (none, for a member that has
+        none of a set's rows, is an empty Dataset); the metrics, and so early
+        stopping, are evaluated on the rows of all the members, gathered in rank
+        order.
 
     Returns
     -------
@@ -190,10 +194,9 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         if not train_set.constructed:
             raise ValueError("train_set must be binned with the group's common bins "
                              "(construct(bin_mapper)) for training over a collective")
-        if params.get("random_state") is None or params.get("verbose") or \
-                params.get("n_iter_no_change") is not None or trace is not None:
+        if params.get("random_state") is None or trace is not None:
             raise ValueError("training over a collective needs an int random_state and "
-                             "does not log, stop early or trace yet")
+                             "does not trace")
     _take_max_bins(params, train_set, init_model)
     params = with_defaults(params, scope)
     seed = _seed(params["random_state"])
