@@ -44,7 +44,8 @@ def _assert_same_trees(booster, single):
     assert len(booster.trees) == len(single.trees)
     for stage, stage_single in zip(booster.trees, single.trees, strict=True):
         for tree, tree_single in zip(stage, stage_single, strict=True):
-            for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count"):
+            for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count",
+                         "is_categorical", "cat_bitset"):
                 assert_array_equal(getattr(tree, name), getattr(tree_single, name))
 
 
@@ -148,3 +149,93 @@ def test_get_params_has_client_and_the_table():
     assert params["client"] is None
     assert set(params) - {"client"} == set(TreeBoostRegressor().get_params())
     assert DaskTreeBoostClassifier(max_bins=31).get_params()["max_bins"] == 31
+
+
+@pytest.mark.parametrize("task", ["regression", "binary"])
+def test_early_stopping_on_a_dask_eval_set_equals_local_training(client, task):
+    """The validation set's partitions stay on their workers; the metrics are those of
+    all its rows, so training stops at the local stage with the same log."""
+    X, y = _data(task, n=3000, seed=6)
+    Xv, yv = X[2000:], y[2000:]
+    X, y = X[:2000], y[:2000]
+    wv = np.random.default_rng(3).uniform(0.5, 2.0, size=yv.size)
+    params = dict(PARAMS, n_estimators=300, learning_rate=0.4, colsample_bytree=1.0,
+                  n_iter_no_change=4, eval_metric="auc" if task == "binary" else "rmse")
+    cls = DaskTreeBoostClassifier if task == "binary" else DaskTreeBoostRegressor
+    model = cls(**params, client=client).fit(
+        _spread(client, X), da.from_array(y, chunks=500),
+        eval_set=[(_spread(client, Xv, n_chunks=3), da.from_array(yv, chunks=400))],
+        eval_sample_weight=[da.from_array(wv, chunks=300)])
+    bins = model.booster_.bin_mapper
+    local = dict(params, **({"loss": "log_loss"} if task == "binary" else {}))
+    single = train(local, Dataset(X, y).construct(bins),
+                   valid_sets=[Dataset(Xv, yv, weight=wv)])
+    assert single.best_iteration is not None
+    assert single.best_iteration < 250
+    assert model.best_iteration_ == single.best_iteration
+    _assert_same_trees(model.booster_, single)
+    for name, values in single.evals_result["validation_0"].items():
+        assert_allclose(model.evals_result_["validation_0"][name], values, rtol=1e-10)
+    assert model.to_local().best_iteration_ == single.best_iteration
+
+
+def test_early_stopping_holds_out_a_seeded_fraction_of_the_rows(client):
+    X, y = _data("binary", n=2400, seed=7)
+    params = dict(PARAMS, n_estimators=300, learning_rate=0.5, n_iter_no_change=3,
+                  validation_fraction=0.25)
+    Xd, yd = _spread(client, X), da.from_array(y, chunks=600)
+    model = DaskTreeBoostClassifier(**params, client=client).fit(Xd, yd)
+    assert model.best_iteration_ is not None
+    assert model.n_iter_ == model.best_iteration_ + 1
+    assert list(model.evals_result_) == ["validation"]
+    # the held-out rows: validation_fraction of them, drawn from random_state's stream
+    from treeboost.sampling import make_streams
+
+    held = np.zeros(y.size, dtype=bool)
+    held[make_streams(params["random_state"])["validation"].choice(
+        y.size, size=600, replace=False)] = True
+    single = train(dict(params, loss="log_loss"),
+                   Dataset(X[~held], y[~held]).construct(model.booster_.bin_mapper),
+                   valid_sets=[Dataset(X[held], y[held])], valid_names=["validation"])
+    assert model.best_iteration_ == single.best_iteration
+    _assert_same_trees(model.booster_, single)
+    again = DaskTreeBoostClassifier(**params, client=client).fit(Xd, yd)
+    assert_array_equal(again.predict_proba(Xd).compute(), model.predict_proba(Xd).compute())
+    with pytest.raises(ValueError, match=r"eval_set\[0\].*not seen"):
+        DaskTreeBoostClassifier(**params, client=client).fit(
+            Xd, yd, eval_set=[(Xd, yd + 5)])
+
+
+@pytest.mark.parametrize("sample_rows", [None, 700])
+def test_categorical_column_equals_local_training(client, monkeypatch, sample_rows):
+    """A categorical column: its categories are counted over every row on the workers
+    when the bins are fitted from a sample (sample_rows), so the common bins are those
+    BinMapper.fit finds on all the rows, and the trees (category subsets included) are
+    local training's."""
+    import treeboost.dask as tbd
+    from treeboost.binning import BinMapper
+
+    if sample_rows is not None:
+        monkeypatch.setattr(tbd, "BIN_SAMPLE_ROWS", sample_rows)
+    rng = np.random.default_rng(8)
+    X, y = _data("regression", n=2000, seed=8)
+    cat = rng.integers(0, 30, size=y.size).astype(float)
+    cat[rng.random(y.size) < 0.03] = np.nan
+    cat[:3] = 99.0  # a rare category, likely outside the sample
+    X = np.column_stack([X, cat])
+    effect = rng.normal(scale=2.0, size=100)
+    y = y + np.where(np.isnan(cat), 1.0, effect[np.nan_to_num(cat).astype(int)])
+    params = dict(PARAMS, categorical_features=[5], colsample_bytree=1.0)
+    model = DaskTreeBoostRegressor(**params, client=client).fit(
+        _spread(client, X), da.from_array(y, chunks=500))
+    bins = model.booster_.bin_mapper
+    expected = BinMapper(255, subsample=sample_rows or 200_000, random_state=3,
+                         is_categorical=[False] * 5 + [True]).fit(X)
+    assert_array_equal(bins.bin_edges_, expected.bin_edges_)
+    assert_array_equal(bins.is_categorical_, expected.is_categorical_)
+    single = train(params, Dataset(X, y, categorical_features=[5]).construct(bins))
+    _assert_same_trees(model.booster_, single)
+    assert any((tree.feature == 5).any() for stage in single.trees for tree in stage)
+    assert_allclose(model.to_local().predict(X), np.ravel(single.predict_raw(X)),
+                    rtol=1e-9, atol=1e-9)
+    assert list(model.to_local().is_categorical_) == [False] * 5 + [True]

@@ -7,8 +7,9 @@ parameters (plus ``client``) and run data-parallel training (``treeboost.train``
 1. X, y and the weights are stacked into one row-chunked float matrix (labels encoded
    to ``0..K-1`` on the workers for the classifier) and persisted, so that each
    partition's rows, labels and weights sit on one worker.
-2. The common bins are fitted on the client from a seeded row sample (up to
-   ``BIN_SAMPLE_ROWS`` rows).
+2. The common bins are ``BinMapper.fit``'s of all the rows: the client fetches the
+   seeded row sample (up to ``BIN_SAMPLE_ROWS`` rows) that ``fit`` would draw, and the
+   workers count the categorical features' values over every row.
 3. One training task per worker holding partitions (pinned there, its partitions
    passed as futures so they are local): rank 0 hosts the Collective on its
    worker's host address (port 0) and publishes ``(address, token)`` through a
@@ -23,6 +24,7 @@ Prediction maps the fitted local estimator over the blocks of X (lazy dask array
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import uuid
 
@@ -31,10 +33,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from . import _validation
 from . import params as _params
 from .binning import BinMapper
 from .collective import Collective, CollectiveError
-from .dataset import Dataset
+from .dataset import Dataset, categorical_mask, merge_counts
+from .sampling import make_streams
 from .sklearn import TreeBoostClassifier, TreeBoostRegressor, _params_doc
 from .training import train
 
@@ -87,9 +91,23 @@ def _host_ip() -> str:
     return host or "127.0.0.1"
 
 
+def _rows(parts, n_features: int):
+    """X, y, w of stacked partitions ``[X | y | w | ...]``, rows of weight 0 left out."""
+    data = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+    keep = data[:, n_features + 1] > 0  # weight 0: the row is not there (as locally)
+    if not keep.all():
+        data = data[keep]
+    return data
+
+
 def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, params: dict,
-                  n_features: int, *parts):
-    """One member's training task: form the group, train on ``parts``, return the Booster."""
+                  n_features: int, layout: tuple, holdout: bool, *parts):
+    """One member's training task: form the group, train on ``parts``, return the Booster.
+
+    ``layout`` counts the partitions of ``parts``: the training data's first, then each
+    validation set's (maybe none). With ``holdout`` the training matrix has one more
+    column, 1 where the row is held out for early stopping.
+    """
     from distributed import Variable
 
     variable = Variable(rendezvous)
@@ -112,14 +130,31 @@ def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, param
         # refused setting) must not leave the others retrying their joins
         if rank == 0:
             group.wait_for_peers()
-        data = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
-        X = np.ascontiguousarray(data[:, :n_features])
-        y, w = data[:, n_features].copy(), data[:, n_features + 1].copy()
-        keep = w > 0  # a zero weight means the row is not there (as the local estimators)
-        if not keep.all():
-            X, y, w = X[keep], y[keep], w[keep]
-        local = Dataset(X, y, weight=w).construct(bin_mapper)
-        return train(params, local, collective=group)
+        bounds = np.cumsum((0, *layout))
+        sets = [_rows(parts[a:b], n_features) if b > a
+                else np.empty((0, n_features + 2 + holdout)) for a, b in zip(
+                    bounds[:-1], bounds[1:], strict=True)]
+        if holdout:
+            held = sets[0][:, n_features + 2] > 0
+            sets = [sets[0][~held], sets[0][held]]
+        local, *valid = [Dataset(np.ascontiguousarray(d[:, :n_features]),
+                                 d[:, n_features].copy(), weight=d[:, n_features + 1].copy())
+                         for d in sets]
+        names = (["validation"] if holdout
+                 else [f"validation_{i}" for i in range(len(valid))])
+        return train(params, local.construct(bin_mapper), valid_sets=valid,
+                     valid_names=names, collective=group)
+
+
+def _count_categories(block, columns):
+    """[(has NaN, sorted distinct values, their counts)] of each column of ``columns``."""
+    out = []
+    for f in columns:
+        column = block[:, f]
+        values = column[~np.isnan(column)]
+        distinct, counts = np.unique(values, return_counts=True)
+        out.append((values.size < column.size, distinct, counts.astype(np.int64)))
+    return out
 
 
 def _predict_block(block, model, method, names):
@@ -175,24 +210,70 @@ def _check_vector(v, X, what: str):
     return v.rechunk((X.chunks[0],))
 
 
+def _persist_stacked(client, X, y, w, extra, name: str):
+    """``[X | y | w (| extra)]`` as one row-chunked matrix persisted on the cluster (each
+    partition's rows, labels and weights on one worker) and its futures in row order."""
+    import dask.array as da
+    from distributed import futures_of
+
+    if w is None:
+        w = da.ones(X.shape[0], chunks=(X.chunks[0],), dtype=np.float64)
+    columns = [X, y[:, None], w.astype(np.float64)[:, None]]
+    if extra is not None:
+        columns.append(extra[:, None])
+    data = da.concatenate(columns, axis=1).rechunk({1: -1})
+    # a key of this fit's own: a refit on the same arrays must not meet the partitions
+    # of the last fit while the scheduler still forgets them
+    data = data.map_blocks(_identity, dtype=np.float64, name=f"treeboost-{name}")
+    data = client.persist(data)
+    keys = [k[0] if isinstance(k, list) else k for k in data.__dask_keys__()]
+    by_key = {f.key: f for f in futures_of(data)}
+    return data, [by_key[k] for k in keys]
+
+
+def _by_worker(client, futures, sizes) -> dict:
+    """{worker address: [its non-empty partitions' futures, in row order]}."""
+    who_has = client.who_has(futures)
+    groups: dict = {}
+    for future, size in zip(futures, sizes, strict=True):
+        if size == 0:
+            continue
+        holders = sorted(who_has.get(future.key, ()))
+        groups.setdefault(holders[0] if holders else None, []).append(future)
+    if None in groups:  # not placed yet (should not happen after persist): pick any
+        placed = sorted(w for w in groups if w is not None) or sorted(
+            client.scheduler_info()["workers"])
+        groups.setdefault(placed[0], []).extend(groups.pop(None))
+    return groups
+
+
 class _DaskTreeBoostBase(BaseEstimator):
     """Shared fit/predict machinery of the Dask estimators."""
 
     _local_class = TreeBoostRegressor
 
     # ---- fit -----------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
         """Fit on a dask array or dataframe, training where its partitions lie.
 
         Parameters
         ----------
         X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
             Row-chunked numeric data (NaN allowed: missing); a dataframe's columns
-            must be numeric (no categories yet).
+            must be numeric (integer-coded categories named in ``categorical_features``;
+            no ``category`` dtype yet).
         y : dask.array.Array of shape (n_samples,) or dask.dataframe.Series
             Targets (class labels for the classifier).
         sample_weight : dask.array.Array or dask.dataframe.Series, default=None
             Non-negative row weights; a row of weight 0 is left out.
+        eval_set : list of (X, y) pairs of dask collections, default=None
+            Validation sets, evaluated after every stage on the rows of all the
+            members (their partitions go to the workers that hold them, or to rank
+            0's); the last one drives early stopping (``n_iter_no_change``).
+            Without one, early stopping holds out ``validation_fraction`` of the
+            rows, drawn on the client from ``random_state`` (not stratified).
+        eval_sample_weight : list of dask collections or None, default=None
+            Row weights of each validation set.
 
         Returns
         -------
@@ -207,17 +288,12 @@ class _DaskTreeBoostBase(BaseEstimator):
             A training task failed (a worker died, a peer went silent); the other
             tasks are cancelled.
         """
-        import dask.array as da
-        from distributed import Variable, default_client, futures_of, wait
+        from distributed import Variable, default_client, wait
 
         client = self.client if self.client is not None else default_client()
         self._refuse_unsupported()
         X, names = _check_X(X)
         y = _check_vector(y, X, "y")
-        if sample_weight is None:
-            w = da.ones(X.shape[0], chunks=(X.chunks[0],), dtype=np.float64)
-        else:
-            w = _check_vector(sample_weight, X, "sample_weight").astype(np.float64)
         n, n_features = X.shape
         if n < 2:
             raise ValueError(f"fit needs at least 2 samples, got {n}")
@@ -225,44 +301,41 @@ class _DaskTreeBoostBase(BaseEstimator):
         params = {k: v for k, v in self.get_params().items() if k != "client"}
         params["random_state"] = seed
         y = self._encode_target(y, client, params)
+        evals = self._check_eval_sets(eval_set, eval_sample_weight, n_features, client)
+        holdout = None
+        if self.n_iter_no_change is not None and not evals \
+                and self.validation_fraction is not None:
+            holdout = self._holdout(n, seed, X.chunks[0], params)
 
-        # one matrix: each partition's rows, labels and weights on one worker
         fit_id = uuid.uuid4().hex
-        data = da.concatenate([X, y[:, None], w[:, None]], axis=1).rechunk({1: -1})
-        # a key of this fit's own: a refit on the same arrays must not meet the partitions
-        # of the last fit while the scheduler still forgets them
-        data = data.map_blocks(_identity, dtype=np.float64, name=f"treeboost-data-{fit_id}")
-        data = client.persist(data)
-        keys = [k[0] if isinstance(k, list) else k for k in data.__dask_keys__()]
-        by_key = {f.key: f for f in futures_of(data)}
-        futures = [by_key[k] for k in keys]
-        sizes = data.chunks[0]
+        data = _persist_stacked(client, X, y, sample_weight, holdout, f"data-{fit_id}")
+        valid = [_persist_stacked(client, Xe, ye, we, None, f"valid{i}-{fit_id}")
+                 for i, (Xe, ye, we) in enumerate(evals)]
+        wait([f for _, futures in (data, *valid) for f in futures])
+        bin_mapper = self._fit_bins(data[0], n, n_features, seed, client, names)
 
-        wait(data)  # placed: who_has knows where each partition lies
-        bin_mapper = self._fit_bins(data, n, n_features, seed, client)
-
-        who_has = client.who_has(futures)
-        groups: dict[str, list] = {}  # worker -> its partitions, in row order
-        for future, size in zip(futures, sizes, strict=True):
-            if size == 0:
-                continue
-            holders = sorted(who_has.get(future.key, ()))
-            worker = holders[0] if holders else None
-            groups.setdefault(worker, []).append(future)
-        if None in groups:  # not placed yet (should not happen after persist): pick any
-            placed = sorted(w for w in groups if w is not None) or sorted(
-                client.scheduler_info()["workers"])
-            groups.setdefault(placed[0], []).extend(groups.pop(None))
+        # each member: the training partitions on its worker (in row order)
+        groups = _by_worker(client, data[1], data[0].chunks[0])
         workers = sorted(groups)
         self.workers_ = workers
+        # each validation partition goes to the member whose worker holds it, else rank 0
+        per_member = [[[] for _ in valid] for _ in workers]
+        for j, (vdata, vfutures) in enumerate(valid):
+            for addr, futures in _by_worker(client, vfutures, vdata.chunks[0]).items():
+                rank = workers.index(addr) if addr in workers else 0
+                per_member[rank][j].extend(futures)
 
         rendezvous = f"treeboost-rendezvous-{fit_id}"
         world = len(workers)
-        tasks = [client.submit(_train_member, rank, world, rendezvous, bin_mapper, params,
-                               n_features, *groups[addr], workers=[addr],
-                               allow_other_workers=False, pure=False, retries=0,
-                               key=f"treeboost-train-{rank}-{rendezvous}")
-                 for rank, addr in enumerate(workers)]
+        tasks = []
+        for rank, addr in enumerate(workers):
+            parts = [*groups[addr], *(f for fs in per_member[rank] for f in fs)]
+            layout = (len(groups[addr]), *(len(fs) for fs in per_member[rank]))
+            tasks.append(client.submit(
+                _train_member, rank, world, rendezvous, bin_mapper, params, n_features,
+                layout, holdout is not None, *parts, workers=[addr],
+                allow_other_workers=False, pure=False, retries=0,
+                key=f"treeboost-train-{rank}-{rendezvous}"))
         try:
             boosters = self._gather(client, tasks, workers)
         finally:
@@ -270,10 +343,50 @@ class _DaskTreeBoostBase(BaseEstimator):
                 Variable(rendezvous, client=client).delete()
             except Exception:  # best effort cleanup
                 pass
-            del data, futures, by_key, groups  # released: the partitions live no longer
+            del data, valid, groups, per_member, tasks  # the partitions live no longer
         booster = boosters[0]
         self._finish(booster, params, names)
         return self
+
+    def _check_eval_sets(self, eval_set, eval_sample_weight, n_features, client):
+        """[(X, y, w)] of the validation sets, checked and encoded as the training data."""
+        if eval_set is None:
+            if eval_sample_weight is not None:
+                raise ValueError("eval_sample_weight is given without eval_set")
+            return []
+        if isinstance(eval_set, tuple) and len(eval_set) == 2:
+            eval_set = [eval_set]
+        if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set):
+            raise ValueError(f"eval_sample_weight has {len(eval_sample_weight)} entries "
+                             f"for {len(eval_set)} eval_set pairs")
+        evals = []
+        for i, pair in enumerate(eval_set):
+            try:
+                Xe, ye = pair
+                Xe, _ = _check_X(Xe)
+                if Xe.shape[1] != n_features:
+                    raise ValueError(f"X has {Xe.shape[1]} features, the training data "
+                                     f"{n_features}")
+                ye = self._encode_eval_target(_check_vector(ye, Xe, "y"), client)
+                we = None if eval_sample_weight is None else eval_sample_weight[i]
+                if we is not None:
+                    we = _check_vector(we, Xe, "sample_weight")
+            except (ValueError, TypeError) as exc:
+                raise type(exc)(f"eval_set[{i}]: {exc}") from exc
+            evals.append((Xe, ye, we))
+        return evals
+
+    def _holdout(self, n, seed, chunks, params):
+        """The early-stopping hold-out: a 0/1 dask column, ``validation_fraction`` of
+        the rows drawn from the seed's "validation" stream."""
+        import dask.array as da
+
+        _validation.check_validation_size(self.validation_fraction, n,
+                                          params.get("n_classes", 1))
+        n_valid = math.ceil(self.validation_fraction * n)
+        mask = np.zeros(n, dtype=np.float64)
+        mask[make_streams(seed)["validation"].choice(n, size=n_valid, replace=False)] = 1.0
+        return da.from_array(mask, chunks=(chunks,))
 
     def _gather(self, client, tasks, workers):
         """The members' results, or one clear error (the others' tasks cancelled)."""
@@ -302,14 +415,10 @@ class _DaskTreeBoostBase(BaseEstimator):
 
     def _refuse_unsupported(self) -> None:
         refused = []
-        if self.categorical_features not in (None, "from_dtype"):
-            refused.append("categorical_features")
         if getattr(self, "class_weight", None) is not None:
             refused.append("class_weight")
         if self.trace:
             refused.append("trace=True")
-        if self.n_iter_no_change is not None:
-            refused.append("n_iter_no_change (early stopping)")
         if self.verbose:
             refused.append("verbose")
         if refused:
@@ -321,22 +430,43 @@ class _DaskTreeBoostBase(BaseEstimator):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
-    def _fit_bins(self, data, n, n_features, seed, client) -> BinMapper:
-        """The common bins, fitted on the client from a seeded sample of the rows."""
-        rng = np.random.default_rng(seed)
-        if n > BIN_SAMPLE_ROWS:
-            rows = np.sort(rng.choice(n, size=BIN_SAMPLE_ROWS, replace=False))
-            sample = data[rows]
-        else:
-            sample = data
-        sample = client.compute(sample[:, :n_features]).result()
-        return BinMapper(self.max_bins, random_state=seed).fit(sample)
+    def _fit_bins(self, data, n, n_features, seed, client, names) -> BinMapper:
+        """The common bins: ``BinMapper(max_bins, subsample=BIN_SAMPLE_ROWS,
+        random_state=seed).fit`` of all the rows, from the rows it would sample (drawn
+        on the client) and the categorical features' values counted on the workers."""
+        import dask
+
+        categorical = categorical_mask(self.categorical_features, n_features, names, ())
+        mapper = BinMapper(self.max_bins, subsample=BIN_SAMPLE_ROWS, random_state=seed,
+                           is_categorical=categorical)
+        if n <= BIN_SAMPLE_ROWS:  # fit reads every row
+            return mapper.fit(client.compute(data[:, :n_features]).result())
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=BIN_SAMPLE_ROWS,
+                                                          replace=False))
+        sample = client.compute(data[rows][:, :n_features]).result()
+        if not categorical.any():
+            return mapper.fit(sample)
+        columns = np.flatnonzero(categorical)
+        counted = dask.compute(*[dask.delayed(_count_categories)(block, columns)
+                                 for block in data.to_delayed().ravel()])
+        categories = {}
+        for j, f in enumerate(columns):
+            acc = [False, np.empty(0), np.empty(0, dtype=np.int64)]
+            for part in counted:
+                has_missing, distinct, counts = part[j]
+                acc[0] = acc[0] or has_missing
+                merge_counts(acc, distinct, counts)
+            categories[int(f)] = tuple(acc)
+        return mapper.fit_sample(sample, categories)
 
     def _encode_target(self, y, client, params):
         if y.dtype.kind not in "biuf":
             raise TypeError(f"{type(self).__name__} needs a numeric target, got dtype "
                             f"{y.dtype}")
         return y.astype(np.float64)
+
+    def _encode_eval_target(self, y, client):
+        return self._encode_target(y, client, {})
 
     def _finish(self, booster, params, names) -> None:
         params = {k: v for k, v in params.items() if k != "n_classes"}
@@ -346,7 +476,10 @@ class _DaskTreeBoostBase(BaseEstimator):
         booster.pandas_categories = {}
         self._local = self._local_class._from_booster(
             booster, params, feature_names=names, pandas_categories={},
-            classes=getattr(self, "classes_", None), best_iteration=None, evals_result={})
+            classes=getattr(self, "classes_", None), best_iteration=booster.best_iteration,
+            evals_result=booster.evals_result)
+        self.best_iteration_ = booster.best_iteration
+        self.evals_result_ = booster.evals_result
         self.n_features_in_ = booster.n_features
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -440,6 +573,15 @@ class DaskTreeBoostClassifier(ClassifierMixin, _DaskTreeBoostBase):
         params["n_classes"] = len(classes)
         return y.map_blocks(_encode_labels, classes, dtype=np.float64)
 
+    def _encode_eval_target(self, y, client):
+        import dask.array as da
+
+        unseen = client.compute(da.unique(y[~da.isin(y, self.classes_)])).result()
+        if len(unseen):
+            raise ValueError(f"y has labels {list(unseen[:5])} not seen in the training "
+                             f"data (classes {list(self.classes_)})")
+        return y.map_blocks(_encode_labels, self.classes_, dtype=np.float64)
+
     def predict_proba(self, X):
         """Class probabilities, lazily, block by block with the fitted model.
 
@@ -471,6 +613,11 @@ workers_ : list of str
     The workers that held data and trained (rank order).
 n_features_in_ : int
 n_iter_ : int
+best_iteration_ : int or None
+    The 0-based best stage when early stopping ran (the model keeps the stages up
+    to it), else None.
+evals_result_ : dict
+    The evaluation log, {{data set: {{metric: [value per stage]}}}}.
 {extra}
 Notes
 -----
@@ -478,9 +625,11 @@ Data-parallel training does not support (refused with the reason, see
 ``treeboost.booster.check_distributed``): GOSS, DART and random forests,
 ``colsample_bynode`` < 1, losses
 whose F0 or leaves need every row (``absolute_error``, ``quantile``, ``huber``),
-monotone and interaction constraints, categorical features, ``class_weight``,
-validation sets and early stopping, ``verbose``, ``trace``, ``init_score``,
-continued training.
+monotone and interaction constraints, ``category`` dtype columns (integer-coded
+categorical columns named in ``categorical_features`` are supported), ``class_weight``,
+``verbose``, ``trace``, ``init_score``, continued training. Validation sets and
+early stopping are supported: the metrics are evaluated on the rows of all the
+workers.
 """
 
 DaskTreeBoostRegressor.__doc__ = (

@@ -574,7 +574,13 @@ def _count_values(acc: list, values: np.ndarray) -> None:
     nan = np.isnan(values)
     acc[0] = acc[0] or bool(nan.any())
     distinct, counts = np.unique(values[~nan].astype(X_DTYPE, copy=False), return_counts=True)
-    acc[1], where = np.unique(np.concatenate((acc[1], distinct)), return_inverse=True)
+    merge_counts(acc, distinct, counts)
+
+
+def merge_counts(acc: list, distinct: np.ndarray, counts: np.ndarray) -> None:
+    """Add sorted distinct values and their counts to ``acc`` = [_, distinct, counts]."""
+    acc[1], where = np.unique(np.concatenate((acc[1], distinct.astype(X_DTYPE, copy=False))),
+                              return_inverse=True)
     merged = np.zeros(acc[1].size, dtype=np.int64)
     np.add.at(merged, where, np.concatenate((acc[2], counts)))
     acc[2] = merged
