@@ -239,3 +239,24 @@ def test_categorical_column_equals_local_training(client, monkeypatch, sample_ro
     assert_allclose(model.to_local().predict(X), np.ravel(single.predict_raw(X)),
                     rtol=1e-9, atol=1e-9)
     assert list(model.to_local().is_categorical_) == [False] * 5 + [True]
+
+
+def test_subsample_draws_the_rows_one_process_draws(client):
+    """With subsample each member keeps its share of the draw one process makes over all
+    the rows in member order (rank by rank, each worker's partitions in row order)."""
+    X, y = _data("binary", n=2000, seed=9)
+    weight = np.random.default_rng(4).uniform(0.5, 2.0, size=y.size)
+    params = dict(PARAMS, subsample=0.6)
+    model = DaskTreeBoostClassifier(**params, client=client).fit(
+        _spread(client, X), da.from_array(y, chunks=500),
+        sample_weight=da.from_array(weight, chunks=500))
+    # _spread put chunk i on sorted(workers)[i % 2]: members hold chunks 0, 2 and 1, 3
+    chunks = np.array_split(np.arange(y.size), 4)
+    order = np.concatenate([chunks[0], chunks[2], chunks[1], chunks[3]])
+    assert model.workers_ == sorted(client.scheduler_info()["workers"])
+    single = train(dict(params, loss="log_loss"),
+                   Dataset(X[order], y[order], weight=weight[order]).construct(
+                       model.booster_.bin_mapper))
+    _assert_same_trees(model.booster_, single)
+    assert_allclose(model.to_local().predict_proba(X)[:, 1],
+                    1 / (1 + np.exp(-np.ravel(single.predict_raw(X)))), rtol=1e-9)
