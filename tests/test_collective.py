@@ -94,6 +94,23 @@ def test_allreduce_sum_int64():
         assert_array_equal(got, parts[0] + parts[1] + parts[2])
 
 
+def test_stats_count_the_operations_and_the_bytes_summed():
+    def fn(group):
+        group.barrier()
+        group.allreduce_sum(np.zeros((4, 8)))
+        group.allgather(group.rank)
+        if group.rank == 1:
+            time.sleep(0.2)  # rank 0 waits for it in the next operation
+        group.allreduce_sum(np.zeros(3, dtype=np.int64))
+        return group.stats()
+
+    stats = _run_group(2, fn)
+    for s in stats:
+        assert s["operations"] == 4
+        assert s["allreduce_bytes"] == 4 * 8 * 8 + 3 * 8
+    assert stats[0]["seconds"] >= 0.2 > stats[1]["seconds"]
+
+
 def test_one_rank_needs_no_peers():
     with Collective.host(1, timeout=1.0) as group:
         a = np.arange(6.0).reshape(2, 3)

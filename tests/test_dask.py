@@ -50,10 +50,11 @@ def _assert_same_trees(booster, single):
 
 
 def _spread(client, X, n_chunks=4):
-    """X as a dask array of ``n_chunks`` row chunks placed on the workers in turn."""
+    """X (2-D or 1-D) as a dask array of ``n_chunks`` row chunks placed on the workers in
+    turn."""
     workers = sorted(client.scheduler_info()["workers"])
     parts = np.array_split(X, n_chunks)
-    futures = [client.scatter(part, workers=[workers[i % len(workers)]])
+    futures = [client.scatter(part, workers=[workers[i % len(workers)]], hash=False)
                for i, part in enumerate(parts)]
     Xd = da.concatenate([da.from_delayed(f, shape=part.shape, dtype=part.dtype)
                          for f, part in zip(futures, parts, strict=True)])
@@ -247,10 +248,10 @@ def test_subsample_draws_the_rows_one_process_draws(client):
     X, y = _data("binary", n=2000, seed=9)
     weight = np.random.default_rng(4).uniform(0.5, 2.0, size=y.size)
     params = dict(PARAMS, subsample=0.6)
+    # chunk i of X, y and the weights on sorted(workers)[i % 2] (each stacked partition
+    # is made where all its inputs lie): the members hold chunks 0, 2 and 1, 3
     model = DaskTreeBoostClassifier(**params, client=client).fit(
-        _spread(client, X), da.from_array(y, chunks=500),
-        sample_weight=da.from_array(weight, chunks=500))
-    # _spread put chunk i on sorted(workers)[i % 2]: members hold chunks 0, 2 and 1, 3
+        _spread(client, X), _spread(client, y), sample_weight=_spread(client, weight))
     chunks = np.array_split(np.arange(y.size), 4)
     order = np.concatenate([chunks[0], chunks[2], chunks[1], chunks[3]])
     assert model.workers_ == sorted(client.scheduler_info()["workers"])

@@ -243,6 +243,8 @@ class Collective:
         self._connect_timeout = float(timeout if connect_timeout is None else connect_timeout)
         self._grace = min(1.0, 0.25 * self._timeout)
         self._seq = 0
+        self._seconds = 0.0  # spent in operations (sending, receiving, waiting for peers)
+        self._bytes = 0  # of the arrays this rank summed (allreduce_sum)
         self._started = 0.0  # when the current operation began
         self._arg = 0  # the current operation's argument (broadcast root)
         self._closed = False
@@ -366,6 +368,19 @@ class Collective:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+    def stats(self) -> dict:
+        """What this rank's operations have cost so far.
+
+        Returns
+        -------
+        dict
+            ``operations``: how many were called (each one round trip through rank
+            0); ``seconds``: wall time spent in them, waiting for slower peers
+            included; ``allreduce_bytes``: the size of the arrays summed.
+        """
+        return {"operations": self._seq, "seconds": self._seconds,
+                "allreduce_bytes": self._bytes}
 
     def close(self) -> None:
         """Close every connection (and rank 0's listening socket); idempotent.
@@ -545,6 +560,7 @@ class Collective:
             code = self._summable(array)
             data = _bytes_view(array)
             header = self._pack(_ARRAY, "allreduce_sum", code, array.shape, array.nbytes)
+            self._bytes += array.nbytes
             if self._world_size == 1:
                 return array
             if self._rank == 0:
@@ -712,6 +728,7 @@ class Collective:
         self._seq += 1
         self._started = time.monotonic()
         self._arg = arg
+        start = time.perf_counter()
         try:
             return body()
         except _Failure as failure:
@@ -720,6 +737,8 @@ class Collective:
             # anything else (an interrupt, a bug) leaves the stream mid-message
             self.close()
             raise
+        finally:
+            self._seconds += time.perf_counter() - start
 
     def _deadline(self) -> float:
         return self._started + self._timeout

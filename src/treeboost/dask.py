@@ -102,14 +102,18 @@ def _rows(parts, n_features: int):
 
 def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, params: dict,
                   n_features: int, layout: tuple, holdout: bool, *parts):
-    """One member's training task: form the group, train on ``parts``, return the Booster.
+    """One member's training task: form the group, train on ``parts``; (Booster, stats).
 
     ``layout`` counts the partitions of ``parts``: the training data's first, then each
     validation set's (maybe none). With ``holdout`` the training matrix has one more
     column, 1 where the row is held out for early stopping.
     """
-    from distributed import Variable
+    from distributed import Variable, get_worker
 
+    if params.get("n_jobs") in (None, -1):  # the worker's threads, as Dask gave it
+        worker = get_worker()
+        state = getattr(worker, "state", worker)
+        params = dict(params, n_jobs=int(getattr(state, "nthreads", 0) or 1))
     variable = Variable(rendezvous)
     if rank == 0:
         group = Collective.host(world_size, host=_host_ip(), port=0,
@@ -142,8 +146,9 @@ def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, param
                          for d in sets]
         names = (["validation"] if holdout
                  else [f"validation_{i}" for i in range(len(valid))])
-        return train(params, local.construct(bin_mapper), valid_sets=valid,
-                     valid_names=names, collective=group)
+        booster = train(params, local.construct(bin_mapper), valid_sets=valid,
+                        valid_names=names, collective=group)
+        return booster, dict(group.stats(), rows=int(local.label.shape[0]))
 
 
 def _count_categories(block, columns):
@@ -344,7 +349,8 @@ class _DaskTreeBoostBase(BaseEstimator):
             except Exception:  # best effort cleanup
                 pass
             del data, valid, groups, per_member, tasks  # the partitions live no longer
-        booster = boosters[0]
+        self.collective_stats_ = [stats for _, stats in boosters]
+        booster = boosters[0][0]
         self._finish(booster, params, names)
         return self
 
@@ -616,11 +622,16 @@ n_iter_ : int
 best_iteration_ : int or None
     The 0-based best stage when early stopping ran (the model keeps the stages up
     to it), else None.
+collective_stats_ : list of dict
+    Per member (rank order): its training ``rows``, and its collective's
+    ``operations`` (round trips), ``seconds`` spent in them (waiting for slower
+    members included) and ``allreduce_bytes`` (``Collective.stats``).
 evals_result_ : dict
     The evaluation log, {{data set: {{metric: [value per stage]}}}}.
 {extra}
 Notes
 -----
+``n_jobs=None`` (or -1) trains with each worker's Dask threads (``nthreads``).
 Data-parallel training does not support (refused with the reason, see
 ``treeboost.booster.check_distributed``): GOSS, DART and random forests,
 ``colsample_bynode`` < 1, losses
