@@ -16,11 +16,20 @@ psutil = pytest.importorskip("psutil")
 from treeboost.dask import DaskTreeBoostRegressor  # noqa: E402
 
 
+def _cmdline(process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):  # it is ending: not a survivor
+        return ""
+
+
 def test_a_worker_killed_mid_fit_is_one_clear_error():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40_000, 10))
     y = X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.normal(size=X.shape[0])
     me = psutil.Process()
+    # processes of this session that are not the cluster's (the suite's own helpers)
+    earlier = {c.pid for c in me.children(recursive=True)}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
@@ -57,7 +66,7 @@ def test_a_worker_killed_mid_fit_is_one_clear_error():
         # the cluster's processes (multiprocessing's resource tracker lives on with the
         # interpreter, as it would without treeboost)
         workers = [c.pid for c in me.children(recursive=True)
-                   if "resource_tracker" not in " ".join(c.cmdline())]
+                   if c.pid not in earlier and "resource_tracker" not in _cmdline(c)]
     # every worker process (and the killed one) is gone with the cluster
     deadline = time.monotonic() + 10
     left = workers
