@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import time
 import uuid
 
 import numpy as np
@@ -91,13 +92,24 @@ def _host_ip() -> str:
     return host or "127.0.0.1"
 
 
-def _rows(parts, n_features: int):
-    """X, y, w of stacked partitions ``[X | y | w | ...]``, rows of weight 0 left out."""
-    data = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
-    keep = data[:, n_features + 1] > 0  # weight 0: the row is not there (as locally)
-    if not keep.all():
-        data = data[keep]
-    return data
+def _rows(parts, n_features: int) -> list:
+    """Stacked partitions ``[X | y | w | ...]`` without their rows of weight 0."""
+    out = []
+    for part in parts:
+        keep = part[:, n_features + 1] > 0  # weight 0: the row is not there (as locally)
+        out.append(part if keep.all() else part[keep])
+    return out
+
+
+def _binned(pieces: list, n_features: int, bin_mapper) -> Dataset:
+    """A Dataset of stacked pieces, binned piece by piece (no float matrix of them all)."""
+    pieces = [p for p in pieces if p.shape[0]]
+    if not pieces:
+        return Dataset(np.empty((0, n_features)), np.empty(0)).construct(bin_mapper)
+    label = np.concatenate([p[:, n_features] for p in pieces])
+    weight = np.concatenate([p[:, n_features + 1] for p in pieces])
+    return Dataset.from_chunks([p[:, :n_features] for p in pieces], label=label,
+                               weight=weight, bin_mapper=bin_mapper)
 
 
 def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, params: dict,
@@ -134,21 +146,21 @@ def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, param
         # refused setting) must not leave the others retrying their joins
         if rank == 0:
             group.wait_for_peers()
+        start = time.perf_counter()
         bounds = np.cumsum((0, *layout))
-        sets = [_rows(parts[a:b], n_features) if b > a
-                else np.empty((0, n_features + 2 + holdout)) for a, b in zip(
-                    bounds[:-1], bounds[1:], strict=True)]
+        sets = [_rows(parts[a:b], n_features) for a, b in zip(bounds[:-1], bounds[1:],
+                                                               strict=True)]
         if holdout:
-            held = sets[0][:, n_features + 2] > 0
-            sets = [sets[0][~held], sets[0][held]]
-        local, *valid = [Dataset(np.ascontiguousarray(d[:, :n_features]),
-                                 d[:, n_features].copy(), weight=d[:, n_features + 1].copy())
-                         for d in sets]
+            sets = [[p[p[:, n_features + 2] <= 0] for p in sets[0]],
+                    [p[p[:, n_features + 2] > 0] for p in sets[0]]]
+        local, *valid = [_binned(pieces, n_features, bin_mapper) for pieces in sets]
         names = (["validation"] if holdout
                  else [f"validation_{i}" for i in range(len(valid))])
-        booster = train(params, local.construct(bin_mapper), valid_sets=valid,
-                        valid_names=names, collective=group)
-        return booster, dict(group.stats(), rows=int(local.label.shape[0]))
+        binned = time.perf_counter()
+        booster = train(params, local, valid_sets=valid, valid_names=names, collective=group)
+        return booster, dict(group.stats(), rows=int(local.label.shape[0]),
+                             binning_seconds=binned - start,
+                             training_seconds=time.perf_counter() - binned)
 
 
 def _count_categories(block, columns):
@@ -623,9 +635,10 @@ best_iteration_ : int or None
     The 0-based best stage when early stopping ran (the model keeps the stages up
     to it), else None.
 collective_stats_ : list of dict
-    Per member (rank order): its training ``rows``, and its collective's
-    ``operations`` (round trips), ``seconds`` spent in them (waiting for slower
-    members included) and ``allreduce_bytes`` (``Collective.stats``).
+    Per member (rank order): its training ``rows``, the ``binning_seconds`` of its
+    partitions and its ``training_seconds``, and its collective's ``operations``
+    (round trips), ``seconds`` spent in them (waiting for slower members included)
+    and ``allreduce_bytes`` (``Collective.stats``).
 evals_result_ : dict
     The evaluation log, {{data set: {{metric: [value per stage]}}}}.
 {extra}

@@ -635,19 +635,29 @@ def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.n
         If the processes reach different nodes (they were given different data
         than they claim, e.g. other bins); a ``CollectiveError`` if a process fails.
     """
-    index = used_bins(grower.n_bins_non_missing, features)
+    index = np.sort(used_bins(grower.n_bins_non_missing, features))
+    # the used bins mostly fill the span from the first to the last: then the span is
+    # summed, copied as one slice, many times faster than gathered by index (0.27 ms a
+    # node at 28 x 256). The unused bins inside it hold what earlier nodes left there,
+    # which no split search reads: their sums are as unread
+    if index.size and index[-1] - index[0] + 1 <= index.size + index.size // 2:
+        run = slice(int(index[0]), int(index[-1]) + 1)
+        index = np.arange(run.start, run.stop)
+    else:
+        run = index
     # one row more: the node each process is at, checked after the sum
     packed = np.empty((index.size + 1, 3), dtype=SUM_DTYPE)
 
     def allreduce(hists, _features, node):
         flat = hists[0].reshape(-1, 3)
-        packed[:-1] = flat[index]
+        packed[:-1] = flat[run]
         packed[-1] = node
         collective.allreduce_sum(packed)
-        if not np.all(packed[-1] == float(node) * collective.world_size):
+        if packed[-1, 0] != float(node) * collective.world_size or \
+                packed[-1, 1] != packed[-1, 0] or packed[-1, 2] != packed[-1, 0]:
             raise RuntimeError(f"the processes of the group grow different nodes (this one "
                                f"node {node}): their data or bins differ")
-        flat[index] = packed[:-1]
+        flat[run] = packed[:-1]
 
     return grow_data_parallel([grower], [gradient], [hessian], [sample_indices], features,
                               allreduce)[0]
