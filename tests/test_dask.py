@@ -261,3 +261,17 @@ def test_subsample_draws_the_rows_one_process_draws(client):
     _assert_same_trees(model.booster_, single)
     assert_allclose(model.to_local().predict_proba(X)[:, 1],
                     1 / (1 + np.exp(-np.ravel(single.predict_raw(X)))), rtol=1e-9)
+
+
+def test_quantile_loss_equals_local_training(client):
+    """A line-search loss: F0 and every leaf a weighted quantile of rows on both workers."""
+    X, y = _data("regression", n=1600, seed=10)
+    params = dict(PARAMS, loss="quantile", alpha=0.3)
+    model = DaskTreeBoostRegressor(**params, client=client).fit(
+        _spread(client, X), _spread(client, y))
+    order = np.concatenate([c for i in (0, 2, 1, 3) for c in [np.array_split(
+        np.arange(y.size), 4)[i]]])  # the members' rows, rank by rank
+    single = train(params, Dataset(X[order], y[order]).construct(model.booster_.bin_mapper))
+    _assert_same_trees(model.booster_, single)
+    assert_allclose(model.to_local().predict(X), np.ravel(single.predict_raw(X)),
+                    rtol=1e-9, atol=1e-9)

@@ -96,8 +96,8 @@ def test_unsupported_settings_are_refused_on_every_member():
         with pytest.raises(ValueError, match="boosting='goss'"):
             train({"n_estimators": 2, "boosting": "goss", "random_state": 0}, local,
                   collective=group)
-        with pytest.raises(ValueError, match="loss 'absolute_error'"):
-            train({"n_estimators": 2, "loss": "absolute_error", "random_state": 0}, local,
+        with pytest.raises(ValueError, match="loss 'huber'"):
+            train({"n_estimators": 2, "loss": "huber", "random_state": 0}, local,
                   collective=group)
         with pytest.raises(ValueError, match="int random_state"):
             train({"n_estimators": 2}, local, collective=group)
@@ -192,3 +192,37 @@ def test_early_stopping_on_the_training_rows_and_mismatched_sets():
         assert booster.best_iteration == single.best_iteration
         assert_allclose(booster.evals_result["training"]["squared_error"],
                         single.evals_result["training"]["squared_error"], rtol=1e-10)
+
+
+@pytest.mark.parametrize(("loss", "extra"), [("absolute_error", {}),
+                                             ("quantile", {"alpha": 0.8}),
+                                             ("poisson", {})])
+@pytest.mark.parametrize("subsample", [1.0, 0.7])
+def test_line_search_and_numeric_losses_over_the_members_rows(loss, extra, subsample):
+    """F0 a median / quantile (every member's labels gathered once) and leaves the
+    weighted median / quantile of each leaf's residuals (the leaf's rows of every member
+    gathered per tree, in rank order): one process's model."""
+    X, y, _ = _data("regression", n=2500, seed=6)
+    if loss == "poisson":
+        y = np.random.default_rng(3).poisson(np.exp(0.5 * np.nan_to_num(X[:, 0])))
+    weight = np.random.default_rng(2).uniform(0.5, 2.0, size=y.size)
+    params = {"n_estimators": 12, "max_leaf_nodes": 10, "learning_rate": 0.3,
+              "subsample": subsample, "loss": loss, "random_state": 5, **extra}
+    bins = BinMapper(63, random_state=0).fit(X)
+    single = train(params, Dataset(X, y, weight=weight).construct(bins))
+    cuts = np.array_split(np.arange(y.size), 3)
+
+    def work(rank, group):
+        s = cuts[rank]
+        return train(params, Dataset(X[s], y[s], weight=weight[s]).construct(bins),
+                     collective=group)
+
+    boosters = _members(3, work)
+    for booster in boosters:
+        assert_allclose(booster.init_score, single.init_score, rtol=1e-13, atol=1e-15)
+        for stage, stage_single in zip(booster.trees, single.trees, strict=True):
+            for tree, tree_single in zip(stage, stage_single, strict=True):
+                assert_array_equal(tree.feature, tree_single.feature)
+                assert_array_equal(tree.bin_threshold, tree_single.bin_threshold)
+                assert_allclose(tree.value, tree_single.value, rtol=1e-9, atol=1e-12)
+        assert_array_equal(booster.predict_raw(X), boosters[0].predict_raw(X))

@@ -58,9 +58,11 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     """Refuse, with the reason, what training over a ``Collective`` does not do yet.
 
     Supported: gbdt with or without ``subsample`` (the rows of all the members taken
-    in rank order, as one process would draw them), dense data, the losses whose F0
-    is a function of sums (``Loss.init_statistics``) and whose leaves are Newton
-    steps, every tree and column-sampling parameter but ``colsample_bynode``, and
+    in rank order, as one process would draw them), dense data, the losses whose
+    gradients are row by row (F0 from sums where ``Loss.init_statistics`` gives them,
+    else from every member's labels and weights, gathered once; line-search leaves,
+    such as medians and quantiles, from each leaf's rows of every member, gathered for
+    every tree), every tree and column-sampling parameter but ``colsample_bynode``, and
     validation sets (each member holds some of their rows; the metrics are evaluated
     on the rows of all the members, gathered in rank order).
     """
@@ -78,9 +80,8 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     if p.grower.monotone_constraints is not None or \
             p.grower.interaction_constraints is not None:
         refused.append("monotone or interaction constraints")
-    if not booster.loss.newton_leaves or booster.loss.init_statistics(
-            np.zeros(1), np.ones(1)) is None:
-        refused.append(f"loss {booster.loss.name!r} (its F0 or leaves need every row)")
+    if booster.loss.gradients_read_every_row:
+        refused.append(f"loss {booster.loss.name!r} (its gradients read every row)")
     if any(e.group_offsets is not None for e in eval_sets):
         refused.append("validation sets with query groups")
     if init_raw is not None:
@@ -92,6 +93,28 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     if refused:
         raise ValueError("training over a collective does not support "
                          f"{', '.join(refused)} yet")
+
+
+def _gather_leaf_rows(collective, grown: GrownTree, y, raw_k, sample_weight, indices):
+    """(y, raw (1, n), weights, row indices, leaf starts, leaf stops) of every leaf's rows
+    over the members of ``collective``: each leaf's rows of member 0, then of member 1,
+    ... (the rows of one process in row order, when the members hold consecutive blocks
+    of rows in rank order). One allgather; what an exact line search reads."""
+    rows = [indices[a:b] for a, b in zip(grown.leaf_starts, grown.leaf_stops, strict=True)]
+    counts = np.array([r.size for r in rows], dtype=np.int64)
+    mine = np.concatenate(rows) if rows else np.empty(0, dtype=indices.dtype)
+    parts = collective.allgather((counts, y[mine], raw_k[mine], sample_weight[mine]))
+    pieces: list[list] = [[], [], []]
+    for j in range(counts.size):
+        for member_counts, *columns in parts:
+            a = int(member_counts[:j].sum())
+            b = a + int(member_counts[j])
+            for piece, column in zip(pieces, columns, strict=True):
+                piece.append(column[a:b])
+    y_all, raw_all, w_all = (np.concatenate(p) if p else np.empty(0) for p in pieces)
+    sizes = np.sum([c for c, *_ in parts], axis=0)
+    stops = np.cumsum(sizes)
+    return (y_all, raw_all[None, :], w_all, np.arange(y_all.size), stops - sizes, stops)
 
 
 def _gather_columns(collective, arrays: list) -> list:
@@ -244,11 +267,15 @@ class Booster:
             if init_raw is not None:
                 self.init_score = np.zeros(self.n_outputs, dtype=SUM_DTYPE)
             elif collective is not None:
-                stats = np.ascontiguousarray(self.loss.init_statistics(y, sample_weight),
-                                             dtype=np.float64)
-                collective.allreduce_sum(stats)
-                self.init_score = np.asarray(self.loss.init_from_statistics(stats),
-                                             dtype=SUM_DTYPE)
+                stats = self.loss.init_statistics(y, sample_weight)
+                if stats is not None:
+                    stats = np.ascontiguousarray(stats, dtype=np.float64)
+                    collective.allreduce_sum(stats)
+                    init = self.loss.init_from_statistics(stats)
+                else:  # a median, a numeric minimum: of every row, in rank order
+                    init = self.loss.init_score(*_gather_columns(collective,
+                                                                 [y, sample_weight]))
+                self.init_score = np.asarray(init, dtype=SUM_DTYPE)
             else:
                 self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
                                              dtype=SUM_DTYPE)
@@ -361,7 +388,14 @@ class Booster:
                 grown = grow_with_collective(state.grower, state.gradient[k],
                                              state.hessian[k], indices, features,
                                              state.collective)
-            gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices, context)
+            if state.collective is not None and self.loss.exact_leaves:
+                y_all, raw_all, w_all, rows_all, starts, stops = _gather_leaf_rows(
+                    state.collective, grown, state.y, at[k], weight, indices)
+                gamma = self._leaf_values(grown, y_all, raw_all, w_all, rows_all, context,
+                                          starts, stops)
+            else:
+                gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices,
+                                          context)
             tree = self._make_tree(grown, shrink * gamma)
             if trace is not None:
                 trace.append(_trace_record(m, k, at[k], residual, hessian, state, grown,
@@ -502,15 +536,22 @@ class Booster:
             "converge on these targets; rescale y or sample_weight, or lower learning_rate "
             "or max_delta_step")
 
-    def _leaf_values(self, grown: GrownTree, y, raw_k, sample_weight, indices, context):
-        """Every node's value before shrinkage: the loss's line search at the leaves."""
+    def _leaf_values(self, grown: GrownTree, y, raw_k, sample_weight, indices, context,
+                     leaf_starts=None, leaf_stops=None):
+        """Every node's value before shrinkage: the loss's line search at the leaves.
+
+        ``leaf_starts`` / ``leaf_stops`` (with ``indices``) give each leaf's rows where
+        they are not ``grown``'s (rows gathered from the members of a collective).
+        """
         gp = self.params.grower
         value = newton_leaf_value(grown.sum_g, grown.sum_h, gp.reg_lambda, gp.reg_alpha)
+        if leaf_starts is None:
+            leaf_starts, leaf_stops = grown.leaf_starts, grown.leaf_stops
         if grown.lower is not None:  # monotone constraints (treeboost.constraints)
             self._constrained_values(grown, value, y, raw_k, sample_weight, indices, context)
         else:
             value[grown.leaf_nodes] = self.loss.leaf_values(
-                y, raw_k, sample_weight, indices, grown.leaf_starts, grown.leaf_stops,
+                y, raw_k, sample_weight, indices, leaf_starts, leaf_stops,
                 grown.sum_g[grown.leaf_nodes], grown.sum_h[grown.leaf_nodes], context,
                 gp.reg_lambda, gp.reg_alpha)
         mds = self.max_delta_step

@@ -169,11 +169,16 @@ class Loss:
         ``n_jobs``, and the same stage draws the same when training continues).
 
         .. versionadded:: 0.1.0
+    gradients_read_every_row : bool
+        Whether one row's gradient depends on the other rows (Huber's delta, a
+        quantile of every residual, beyond the query groups of ranking losses):
+        such a loss cannot train over a ``treeboost.collective`` group yet.
     """
 
     name = "base"
     needs_group = False
     needs_rng = False
+    gradients_read_every_row = False
     link = "identity"
     is_classification = False
     n_outputs = 1

@@ -140,6 +140,7 @@ class Huber(Loss):
 
     name = "huber"
     leaf_line_search = "exact"
+    gradients_read_every_row = True  # delta: a quantile of every row's |residual|
 
     def __init__(self, alpha: float = 0.9):
         self.alpha = float(alpha)
