@@ -275,3 +275,45 @@ def test_quantile_loss_equals_local_training(client):
     _assert_same_trees(model.booster_, single)
     assert_allclose(model.to_local().predict(X), np.ravel(single.predict_raw(X)),
                     rtol=1e-9, atol=1e-9)
+
+
+def test_ranker_equals_local_training_on_whole_queries(client):
+    """Each query lies whole in one partition: every worker's lambdarank gradients are one
+    process's, and early stopping reads the NDCG of every worker's validation queries."""
+    from treeboost.dask import DaskTreeBoostRanker
+
+    rng = np.random.default_rng(12)
+    sizes = rng.integers(5, 30, size=160)
+    qid = np.repeat(np.arange(sizes.size), sizes)
+    n = qid.size
+    X = rng.normal(size=(n, 5))
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.7, size=n)), 0, 4)
+    cut = int(np.searchsorted(qid, 120))  # queries 0..119 train, 120.. validation
+    ends = [np.searchsorted(qid, q) for q in (0, 30, 60, 90, 120)]
+    chunks = tuple(np.diff(ends))  # partitions of whole queries
+    params = {"n_estimators": 200, "max_leaf_nodes": 8, "learning_rate": 0.3,
+              "n_iter_no_change": 4, "random_state": 3}
+
+    def placed(a, chunk_sizes):
+        return client.persist(da.from_array(a, chunks=(chunk_sizes,) + a.shape[1:]))
+
+    vchunks = (np.searchsorted(qid, 140) - cut, n - np.searchsorted(qid, 140))
+    model = DaskTreeBoostRanker(**params, client=client).fit(
+        placed(X[:cut], chunks), placed(y[:cut], chunks), qid=placed(qid[:cut], chunks),
+        eval_set=[(placed(X[cut:], vchunks), placed(y[cut:], vchunks))],
+        eval_qid=[placed(qid[cut:], vchunks)])
+    assert model.best_iteration_ is not None
+    # without row sampling the order of the queries (the members' rows, rank by rank)
+    # changes only the order of the sums: the local model on the rows in order
+    single = train(dict(params, loss="lambdarank"),
+                   Dataset(X[:cut], y[:cut], qid=qid[:cut]).construct(
+                       model.booster_.bin_mapper),
+                   valid_sets=[Dataset(X[cut:], y[cut:], qid=qid[cut:])])
+    assert model.best_iteration_ == single.best_iteration
+    _assert_same_trees(model.booster_, single)
+    assert_allclose(model.predict(placed(X, (n,))).compute(), np.ravel(single.predict_raw(X)),
+                    rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="spans two partitions"):
+        DaskTreeBoostRanker(n_estimators=2, client=client).fit(
+            placed(X[:cut], (50, cut - 50)), placed(y[:cut], (50, cut - 50)),
+            qid=placed(qid[:cut], (50, cut - 50)))

@@ -226,3 +226,47 @@ def test_line_search_and_numeric_losses_over_the_members_rows(loss, extra, subsa
                 assert_array_equal(tree.bin_threshold, tree_single.bin_threshold)
                 assert_allclose(tree.value, tree_single.value, rtol=1e-9, atol=1e-12)
         assert_array_equal(booster.predict_raw(X), boosters[0].predict_raw(X))
+
+
+@pytest.mark.parametrize("loss", ["lambdarank", "pairwise"])
+def test_ranking_over_members_holding_whole_queries(loss):
+    """Each member holds whole queries: its gradients are one process's, and the NDCG of
+    the validation queries of every member (gathered with their group sizes) drives early
+    stopping to one process's stage."""
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(5, 40, size=120)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 5))
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.7, size=n)),
+                0, 4)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    train_q, valid_q = np.arange(90), np.arange(90, 120)
+
+    def rows(queries):
+        return np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in queries])
+
+    params = {"n_estimators": 200, "max_leaf_nodes": 8, "learning_rate": 0.3,
+              "loss": loss, "eval_metric": ["ndcg@5", "map@3"], "n_iter_no_change": 5,
+              "subsample": 0.8, "random_state": 3}
+    bins = BinMapper(63, random_state=0).fit(X)
+    tr, va = rows(train_q), rows(valid_q)
+    single = train(params, Dataset(X[tr], y[tr], group=sizes[train_q]).construct(bins),
+                   valid_sets=[Dataset(X[va], y[va], group=sizes[valid_q])])
+    assert single.best_iteration is not None
+    cut_t, cut_v = [train_q[:35], train_q[35:]], [valid_q[:20], valid_q[20:]]
+
+    def work(rank, group):
+        t, v = rows(cut_t[rank]), rows(cut_v[rank])
+        return train(params, Dataset(X[t], y[t], group=sizes[cut_t[rank]]).construct(bins),
+                     valid_sets=[Dataset(X[v], y[v], group=sizes[cut_v[rank]])],
+                     collective=group)
+
+    for booster in _members(2, work):
+        assert booster.best_iteration == single.best_iteration
+        for stage, stage_single in zip(booster.trees, single.trees, strict=True):
+            for tree, tree_single in zip(stage, stage_single, strict=True):
+                assert_array_equal(tree.feature, tree_single.feature)
+                assert_array_equal(tree.bin_threshold, tree_single.bin_threshold)
+        for name, values in single.evals_result["validation_0"].items():
+            assert_allclose(booster.evals_result["validation_0"][name], values, rtol=1e-10)
+        assert_allclose(booster.predict_raw(X), single.predict_raw(X), rtol=1e-9, atol=1e-9)

@@ -62,7 +62,9 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     gradients are row by row (F0 from sums where ``Loss.init_statistics`` gives them,
     else from every member's labels and weights, gathered once; line-search leaves,
     such as medians and quantiles, from each leaf's rows of every member, gathered for
-    every tree), every tree and column-sampling parameter but ``colsample_bynode``, and
+    every tree), ranking over query groups that each lie whole in one member (but
+    ``rank_xendcg``, whose draws would be per member), every tree and column-sampling
+    parameter but ``colsample_bynode``, and
     validation sets (each member holds some of their rows; the metrics are evaluated
     on the rows of all the members, gathered in rank order).
     """
@@ -82,12 +84,10 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
         refused.append("monotone or interaction constraints")
     if booster.loss.gradients_read_every_row:
         refused.append(f"loss {booster.loss.name!r} (its gradients read every row)")
-    if any(e.group_offsets is not None for e in eval_sets):
-        refused.append("validation sets with query groups")
+    if booster.loss.needs_rng:
+        refused.append(f"loss {booster.loss.name!r} (its draws are made per member)")
     if init_raw is not None:
         refused.append("init_score")
-    if group_offsets is not None:
-        refused.append("query groups")
     if booster.trees:
         refused.append("continued training")
     if refused:
@@ -304,8 +304,13 @@ class Booster:
             # and early stopping's decision, are the same everywhere
             ys = _gather_columns(collective, [d[2] for d in data])
             ws = _gather_columns(collective, [d[3] for d in data])
-            data = [(i, name, y_i, w_i, None) for (i, name, *_), y_i, w_i
-                    in zip(data, ys, ws, strict=True)]
+            # query groups (ranking): each member's whole queries, in rank order
+            sizes = _gather_columns(collective, [np.zeros(0, np.int64) if d[4] is None
+                                                 else np.diff(d[4]) for d in data])
+            data = [(i, name, y_i, w_i, None if groups is None else np.concatenate(
+                        ([0], np.cumsum(size_i))).astype(np.int64))
+                    for (i, name, _, _, groups), y_i, w_i, size_i
+                    in zip(data, ys, ws, sizes, strict=True)]
         evals_log = {d[1]: {metric.name: [] for metric in metrics} for d in data}
         if not isinstance(callbacks, CallbackList):
             callbacks = CallbackList(callbacks)

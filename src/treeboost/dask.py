@@ -40,10 +40,10 @@ from .binning import BinMapper
 from .collective import Collective, CollectiveError
 from .dataset import Dataset, categorical_mask, merge_counts
 from .sampling import make_streams
-from .sklearn import TreeBoostClassifier, TreeBoostRegressor, _params_doc
+from .sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor, _params_doc
 from .training import train
 
-__all__ = ["DaskTreeBoostClassifier", "DaskTreeBoostRegressor"]
+__all__ = ["DaskTreeBoostClassifier", "DaskTreeBoostRanker", "DaskTreeBoostRegressor"]
 
 #: rows drawn on the client to fit the common bins
 BIN_SAMPLE_ROWS = 200_000
@@ -101,24 +101,30 @@ def _rows(parts, n_features: int) -> list:
     return out
 
 
-def _binned(pieces: list, n_features: int, bin_mapper) -> Dataset:
-    """A Dataset of stacked pieces, binned piece by piece (no float matrix of them all)."""
+def _binned(pieces: list, n_features: int, bin_mapper, with_qid: bool) -> Dataset:
+    """A Dataset of stacked pieces, binned piece by piece (no float matrix of them all);
+    ``with_qid``: their query ids (the column after the weights), and no weights."""
     pieces = [p for p in pieces if p.shape[0]]
+    qid = None
     if not pieces:
-        return Dataset(np.empty((0, n_features)), np.empty(0)).construct(bin_mapper)
+        return Dataset(np.empty((0, n_features)), np.empty(0),
+                       qid=np.empty(0) if with_qid else None).construct(bin_mapper)
     label = np.concatenate([p[:, n_features] for p in pieces])
     weight = np.concatenate([p[:, n_features + 1] for p in pieces])
+    if with_qid:
+        qid, weight = np.concatenate([p[:, n_features + 2] for p in pieces]), None
     return Dataset.from_chunks([p[:, :n_features] for p in pieces], label=label,
-                               weight=weight, bin_mapper=bin_mapper)
+                               weight=weight, qid=qid, bin_mapper=bin_mapper)
 
 
 def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, params: dict,
-                  n_features: int, layout: tuple, holdout: bool, *parts):
+                  n_features: int, layout: tuple, extra: str | None, *parts):
     """One member's training task: form the group, train on ``parts``; (Booster, stats).
 
     ``layout`` counts the partitions of ``parts``: the training data's first, then each
-    validation set's (maybe none). With ``holdout`` the training matrix has one more
-    column, 1 where the row is held out for early stopping.
+    validation set's (maybe none). ``extra`` names the matrices' column after the
+    weights: "holdout" (training data only: 1 where the row is held out for early
+    stopping) or "qid" (every set: the query ids, each query whole in one partition).
     """
     from distributed import Variable, get_worker
 
@@ -150,11 +156,12 @@ def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, param
         bounds = np.cumsum((0, *layout))
         sets = [_rows(parts[a:b], n_features) for a, b in zip(bounds[:-1], bounds[1:],
                                                                strict=True)]
-        if holdout:
+        if extra == "holdout":
             sets = [[p[p[:, n_features + 2] <= 0] for p in sets[0]],
                     [p[p[:, n_features + 2] > 0] for p in sets[0]]]
-        local, *valid = [_binned(pieces, n_features, bin_mapper) for pieces in sets]
-        names = (["validation"] if holdout
+        local, *valid = [_binned(pieces, n_features, bin_mapper, extra == "qid")
+                         for pieces in sets]
+        names = (["validation"] if extra == "holdout"
                  else [f"validation_{i}" for i in range(len(valid))])
         binned = time.perf_counter()
         booster = train(params, local, valid_sets=valid, valid_names=names, collective=group)
@@ -237,7 +244,7 @@ def _persist_stacked(client, X, y, w, extra, name: str):
         w = da.ones(X.shape[0], chunks=(X.chunks[0],), dtype=np.float64)
     columns = [X, y[:, None], w.astype(np.float64)[:, None]]
     if extra is not None:
-        columns.append(extra[:, None])
+        columns.append(extra.astype(np.float64)[:, None])
     data = da.concatenate(columns, axis=1).rechunk({1: -1})
     # a key of this fit's own: a refit on the same arrays must not meet the partitions
     # of the last fit while the scheduler still forgets them
@@ -246,6 +253,26 @@ def _persist_stacked(client, X, y, w, extra, name: str):
     keys = [k[0] if isinstance(k, list) else k for k in data.__dask_keys__()]
     by_key = {f.key: f for f in futures_of(data)}
     return data, [by_key[k] for k in keys]
+
+
+def _query_ends(block):
+    return (np.array([block[0], block[-1]], dtype=np.float64) if block.size
+            else np.full(2, np.nan))
+
+
+def _check_queries(qid, X, what: str, client):
+    """``qid`` as a dask vector chunked as X, each query whole in one partition."""
+    qid = _check_vector(qid, X, what)
+    if qid.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be numeric, got dtype {qid.dtype}")
+    ends = client.compute(qid.map_blocks(_query_ends, chunks=((2,) * qid.numblocks[0],),
+                                         dtype=np.float64)).result().reshape(-1, 2)
+    ends = ends[~np.isnan(ends[:, 0])]
+    split = np.flatnonzero(ends[1:, 0] == ends[:-1, 1])
+    if split.size:
+        raise ValueError(f"{what}: query {ends[split[0], 1]:g} spans two partitions; every "
+                         "query must lie whole in one partition (repartition by query)")
+    return qid
 
 
 def _by_worker(client, futures, sizes) -> dict:
@@ -305,6 +332,10 @@ class _DaskTreeBoostBase(BaseEstimator):
             A training task failed (a worker died, a peer went silent); the other
             tasks are cancelled.
         """
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight)
+
+    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, qid=None,
+             eval_qid=None):
         from distributed import Variable, default_client, wait
 
         client = self.client if self.client is not None else default_client()
@@ -319,15 +350,22 @@ class _DaskTreeBoostBase(BaseEstimator):
         params["random_state"] = seed
         y = self._encode_target(y, client, params)
         evals = self._check_eval_sets(eval_set, eval_sample_weight, n_features, client)
-        holdout = None
-        if self.n_iter_no_change is not None and not evals \
+        kind, extra, extras = None, None, [None] * len(evals)
+        if qid is not None:
+            kind, extra = "qid", _check_queries(qid, X, "qid", client)
+            if len(eval_qid) != len(evals):
+                raise ValueError(f"eval_qid has {len(eval_qid)} entries for {len(evals)} "
+                                 "eval_set pairs: give one qid array per pair")
+            extras = [_check_queries(q, Xe, f"eval_qid[{i}]", client)
+                      for i, (q, (Xe, _, _)) in enumerate(zip(eval_qid, evals, strict=True))]
+        elif self.n_iter_no_change is not None and not evals \
                 and self.validation_fraction is not None:
-            holdout = self._holdout(n, seed, X.chunks[0], params)
+            kind, extra = "holdout", self._holdout(n, seed, X.chunks[0], params)
 
         fit_id = uuid.uuid4().hex
-        data = _persist_stacked(client, X, y, sample_weight, holdout, f"data-{fit_id}")
-        valid = [_persist_stacked(client, Xe, ye, we, None, f"valid{i}-{fit_id}")
-                 for i, (Xe, ye, we) in enumerate(evals)]
+        data = _persist_stacked(client, X, y, sample_weight, extra, f"data-{fit_id}")
+        valid = [_persist_stacked(client, Xe, ye, we, e, f"valid{i}-{fit_id}")
+                 for i, ((Xe, ye, we), e) in enumerate(zip(evals, extras, strict=True))]
         wait([f for _, futures in (data, *valid) for f in futures])
         bin_mapper = self._fit_bins(data[0], n, n_features, seed, client, names)
 
@@ -350,7 +388,7 @@ class _DaskTreeBoostBase(BaseEstimator):
             layout = (len(groups[addr]), *(len(fs) for fs in per_member[rank]))
             tasks.append(client.submit(
                 _train_member, rank, world, rendezvous, bin_mapper, params, n_features,
-                layout, holdout is not None, *parts, workers=[addr],
+                layout, kind, *parts, workers=[addr],
                 allow_other_workers=False, pure=False, retries=0,
                 key=f"treeboost-train-{rank}-{rendezvous}"))
         try:
@@ -616,6 +654,50 @@ class DaskTreeBoostClassifier(ClassifierMixin, _DaskTreeBoostBase):
         return self._map(X, "predict_proba", self.n_classes_, np.float64)
 
 
+class DaskTreeBoostRanker(_DaskTreeBoostBase):
+    _local_class = TreeBoostRanker
+    _scope = "ranker"
+
+    __init__ = _make_init("ranker")
+
+    def fit(self, X, y, *, qid, eval_set=None, eval_qid=None):
+        """Fit the ranking model on documents grouped into queries, where they lie.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
+            Row-chunked numeric data (NaN allowed: missing).
+        y : dask.array.Array of shape (n_samples,) or dask.dataframe.Series
+            Relevance labels (whole numbers >= 0).
+        qid : dask.array.Array of shape (n_samples,) or dask.dataframe.Series
+            Query id of each row; a query's rows are consecutive and lie whole in one
+            partition (each worker trains on whole queries).
+        eval_set : list of (X, y) pairs of dask collections, default=None
+            Validation queries; the last set drives early stopping on NDCG.
+        eval_qid : list of dask collections, default=None
+            The query ids of each ``eval_set`` pair, as ``qid``.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
+        if qid is None:
+            raise ValueError("DaskTreeBoostRanker.fit needs qid= (each query's rows "
+                             "consecutive and in one partition)")
+        if self.n_iter_no_change is not None and not eval_set:
+            raise ValueError("early stopping of DaskTreeBoostRanker needs eval_set and "
+                             "eval_qid (no hold-out of whole queries is drawn here)")
+        return self._fit(X, y, None, eval_set, None, qid=qid,
+                         eval_qid=[] if eval_qid is None else eval_qid)
+
+    def _encode_target(self, y, client, params):
+        if y.dtype.kind not in "biuf":
+            raise TypeError(f"{type(self).__name__} needs numeric relevance labels, got "
+                            f"dtype {y.dtype}")
+        return y.astype(np.float64)
+
+
 _COMMON_DOC = """
 Parameters
 ----------
@@ -647,8 +729,10 @@ Notes
 ``n_jobs=None`` (or -1) trains with each worker's Dask threads (``nthreads``).
 Data-parallel training does not support (refused with the reason, see
 ``treeboost.booster.check_distributed``): GOSS, DART and random forests,
-``colsample_bynode`` < 1, losses
-whose F0 or leaves need every row (``absolute_error``, ``quantile``, ``huber``),
+``colsample_bynode`` < 1, ``use_quantized_grad=True`` ("auto" trains unquantised),
+``huber`` (its delta is a quantile of every row's residual at every stage; the
+median and quantile F0 and leaves of ``absolute_error`` and ``quantile`` are
+computed from every worker's rows), ranking,
 monotone and interaction constraints, ``category`` dtype columns (integer-coded
 categorical columns named in ``categorical_features`` are supported), ``class_weight``,
 ``verbose``, ``trace``, ``init_score``, continued training. Validation sets and
@@ -667,3 +751,8 @@ DaskTreeBoostClassifier.__doc__ = (
     "lie;\nsee ``treeboost.dask``.\n"
     + _COMMON_DOC.format(params=_params_doc("classifier"),
                          extra="classes_ : ndarray of shape (n_classes,)\nn_classes_ : int\n"))
+DaskTreeBoostRanker.__doc__ = (
+    "Gradient tree boosting for ranking (lambdarank), trained on a Dask cluster.\n"
+    "\nThe model of ``TreeBoostRanker`` trained data-parallel where the partitions of X "
+    "lie,\neach query whole on one worker; see ``treeboost.dask``.\n"
+    + _COMMON_DOC.format(params=_params_doc("ranker"), extra=""))

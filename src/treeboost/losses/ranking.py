@@ -225,6 +225,14 @@ class _RankingLoss(Loss):
         """F0 = 0."""
         return np.zeros(1)
 
+    def init_statistics(self, y, sample_weight):
+        """Nothing to sum: F0 is 0 (for training over a collective)."""
+        return np.zeros(1)
+
+    def init_from_statistics(self, stats):
+        """F0 = 0."""
+        return np.zeros(1)
+
     def pointwise(self, y, raw):
         """Not defined: a ranking loss is a sum over a query's documents, not over rows."""
         raise NotImplementedError(f"{self.name} has no per-row loss: evaluate it with "
