@@ -96,8 +96,9 @@ def test_unsupported_settings_are_refused_on_every_member():
         with pytest.raises(ValueError, match="boosting='goss'"):
             train({"n_estimators": 2, "boosting": "goss", "random_state": 0}, local,
                   collective=group)
-        with pytest.raises(ValueError, match="loss 'huber'"):
-            train({"n_estimators": 2, "loss": "huber", "random_state": 0}, local,
+        with pytest.raises(ValueError, match="loss 'rank_xendcg'"):
+            train({"n_estimators": 2, "loss": "rank_xendcg", "random_state": 0},
+                  Dataset(X[rank::2], np.zeros(300), group=[300]).construct(bins),
                   collective=group)
         with pytest.raises(ValueError, match="int random_state"):
             train({"n_estimators": 2}, local, collective=group)
@@ -196,6 +197,7 @@ def test_early_stopping_on_the_training_rows_and_mismatched_sets():
 
 @pytest.mark.parametrize(("loss", "extra"), [("absolute_error", {}),
                                              ("quantile", {"alpha": 0.8}),
+                                             ("huber", {"alpha": 0.7}),
                                              ("poisson", {})])
 @pytest.mark.parametrize("subsample", [1.0, 0.7])
 def test_line_search_and_numeric_losses_over_the_members_rows(loss, extra, subsample):

@@ -59,7 +59,9 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
 
     Supported: gbdt with or without ``subsample`` (the rows of all the members taken
     in rank order, as one process would draw them), dense data, the losses whose
-    gradients are row by row (F0 from sums where ``Loss.init_statistics`` gives them,
+    gradients are row by row or take a stage context of every row (Huber's delta,
+    from every member's rows gathered every stage) (F0 from sums where
+    ``Loss.init_statistics`` gives them,
     else from every member's labels and weights, gathered once; line-search leaves,
     such as medians and quantiles, from each leaf's rows of every member, gathered for
     every tree), ranking over query groups that each lie whole in one member (but
@@ -82,8 +84,6 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
     if p.grower.monotone_constraints is not None or \
             p.grower.interaction_constraints is not None:
         refused.append("monotone or interaction constraints")
-    if booster.loss.gradients_read_every_row:
-        refused.append(f"loss {booster.loss.name!r} (its gradients read every row)")
     if booster.loss.needs_rng:
         refused.append(f"loss {booster.loss.name!r} (its draws are made per member)")
     if init_raw is not None:
@@ -700,6 +700,7 @@ class _TrainingState:
         self.n, self.eval_sets = n, list(eval_sets)
         self.group_offsets = group_offsets
         self.collective = collective
+        self._every_y_w = None  # every member's labels and weights, when a loss reads them
         self.all_rows = np.arange(n, dtype=INDEX_DTYPE)
         self.eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in self.eval_sets]
         # the scores before any tree: F0 plus the per-row init scores, if any
@@ -772,6 +773,15 @@ class _TrainingState:
         ``needs_rng`` is true also gets the stage's "objective" stream as ``rng``,
         for the draws its gradients make (rank_xendcg's noise).
         """
+        if self.collective is not None and loss.gradients_read_every_row:
+            # the stage's context (Huber's delta) from every member's rows, in rank order
+            if self._every_y_w is None:
+                self._every_y_w = _gather_columns(self.collective,
+                                                  [self.y, self.sample_weight])
+            every_raw = _gather_columns(self.collective, [raw])[0]
+            context = loss.stage_context(self._every_y_w[0], every_raw, self._every_y_w[1])
+            return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
+                                         self.hessian, context=context)
         if loss.needs_group:  # ranking losses read the query groups
             extra = {"group_offsets": self.group_offsets}
             if loss.needs_rng:

@@ -730,9 +730,8 @@ Notes
 Data-parallel training does not support (refused with the reason, see
 ``treeboost.booster.check_distributed``): GOSS, DART and random forests,
 ``colsample_bynode`` < 1, ``use_quantized_grad=True`` ("auto" trains unquantised),
-``huber`` (its delta is a quantile of every row's residual at every stage; the
-median and quantile F0 and leaves of ``absolute_error`` and ``quantile`` are
-computed from every worker's rows), ranking,
+``rank_xendcg`` (the median, quantile and Huber F0, leaves and delta are computed
+from every worker's rows, gathered),
 monotone and interaction constraints, ``category`` dtype columns (integer-coded
 categorical columns named in ``categorical_features`` are supported), ``class_weight``,
 ``verbose``, ``trace``, ``init_score``, continued training. Validation sets and

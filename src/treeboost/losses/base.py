@@ -170,9 +170,11 @@ class Loss:
 
         .. versionadded:: 0.1.0
     gradients_read_every_row : bool
-        Whether one row's gradient depends on the other rows (Huber's delta, a
-        quantile of every residual, beyond the query groups of ranking losses):
-        such a loss cannot train over a ``treeboost.collective`` group yet.
+        Whether one row's gradient depends on the other rows through a stage
+        context (Huber's delta, a quantile of every residual): such a loss has
+        ``stage_context(y, raw, sample_weight)``, and ``gradient_hessian`` takes
+        ``context=`` (computed from every member's rows when training over a
+        ``treeboost.collective`` group).
     """
 
     name = "base"

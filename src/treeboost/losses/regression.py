@@ -186,9 +186,13 @@ class Huber(Loss):
 
         return np.array([brentq(psi, med - delta, med + delta, xtol=1e-12 * (1 + abs(med)))])
 
-    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
-        """g = clip(F - y, -delta, delta), h = 1; returns delta."""
-        delta = self._delta(y, raw, sample_weight)
+    def stage_context(self, y, raw, sample_weight):
+        """delta: the weighted alpha-quantile of |y - F| over the rows given."""
+        return self._delta(y, raw, sample_weight)
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, context=None):
+        """g = clip(F - y, -delta, delta), h = 1; returns delta (``context`` if given)."""
+        delta = self._delta(y, raw, sample_weight) if context is None else context
         k.grad_hess_huber(y, raw[0], sample_weight, gradient[0], hessian[0], delta)
         return delta
 
