@@ -65,7 +65,8 @@ def _kernels(a):
     g = rng.normal(size=n).astype(np.float32)
     h = rng.uniform(0.05, 0.25, size=n).astype(np.float32)
     packed = np.empty(n, dtype=np.int64)
-    quantize_gradients(g, h, a.bins, True, np.uint64(1), packed, np.empty(2))
+    quantize_gradients(g, h, a.bins, True, np.uint64(1), packed, np.empty(2), np.uint64(0),
+                       np.full(2, -1.0))
     features = np.arange(a.features, dtype=np.int32)
     rows = np.sort(rng.choice(n, n // 4, replace=False)).astype(np.uint32)
     float_hist = np.zeros((a.features, 256, 3))
@@ -83,7 +84,8 @@ def _kernels(a):
                                                             features, op, op, int_hist,
                                                             a.threads),
         "quantize (all rows)": lambda: quantize_gradients(g, h, a.bins, True, np.uint64(2),
-                                                          packed, np.empty(2)),
+                                                          packed, np.empty(2), np.uint64(0),
+                                                          np.full(2, -1.0)),
     }
     n_rows = {k: (rows.size if k.startswith("node") else n) for k in passes}
     times = {k: [] for k in passes}

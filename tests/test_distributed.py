@@ -272,3 +272,34 @@ def test_ranking_over_members_holding_whole_queries(loss):
         for name, values in single.evals_result["validation_0"].items():
             assert_allclose(booster.evals_result["validation_0"][name], values, rtol=1e-10)
         assert_allclose(booster.predict_raw(X), single.predict_raw(X), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(("task", "subsample", "world_size"), [("binary", 1.0, 2),
+                                                                ("binary", 0.6, 3),
+                                                                ("multiclass", 1.0, 2)])
+def test_quantised_gradients_over_the_members_rows(task, subsample, world_size):
+    """use_quantized_grad: the scales from every member's maxima, the stochastic rounding
+    drawn by the group's row index, the packed integer histograms (and the row counts the
+    grower chooses by) summed exactly, the leaves refit from every member's exact sums:
+    one process's quantised trees."""
+    X, y, extra = _data(task, n=3000, seed=8)
+    params = {"n_estimators": 10, "max_leaf_nodes": 12, "learning_rate": 0.3,
+              "use_quantized_grad": True, "subsample": subsample, "random_state": 2,
+              **extra}
+    bins = BinMapper(63, random_state=0).fit(X)
+    single = train(params, Dataset(X, y).construct(bins))
+    cuts = np.array_split(np.arange(y.size), world_size)
+
+    def work(rank, group):
+        s = cuts[rank]
+        return train(params, Dataset(X[s], y[s]).construct(bins), collective=group)
+
+    boosters = _members(world_size, work)
+    for booster in boosters:
+        for stage, stage_single in zip(booster.trees, single.trees, strict=True):
+            for tree, tree_single in zip(stage, stage_single, strict=True):
+                for name in ("feature", "bin_threshold", "missing_left", "left", "count"):
+                    assert_array_equal(getattr(tree, name), getattr(tree_single, name))
+                assert_allclose(tree.value, tree_single.value, rtol=1e-9, atol=1e-12)
+        assert_allclose(booster.predict_raw(X), single.predict_raw(X), rtol=1e-9, atol=1e-9)
+        assert_array_equal(booster.predict_raw(X), boosters[0].predict_raw(X))

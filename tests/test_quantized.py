@@ -31,7 +31,7 @@ def _quantize(g, h, n_bins, stochastic=True, seed=0):
     packed = np.empty(g.size, dtype=np.int64)
     scales = np.empty(2)
     quantize_gradients(g.astype(np.float32), h.astype(np.float32), n_bins, stochastic,
-                       np.uint64(seed), packed, scales)
+                       np.uint64(seed), packed, scales, np.uint64(0), np.full(2, -1.0))
     gq, hq = unpack(packed)
     return gq, hq, scales
 

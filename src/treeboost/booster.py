@@ -79,8 +79,6 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
         refused.append(f"boosting={p.boosting!r}")
     if p.grower.colsample_bynode < 1.0:
         refused.append("colsample_bynode < 1")
-    if p.grower.use_quantized_grad is True:
-        refused.append("use_quantized_grad=True")
     if p.grower.monotone_constraints is not None or \
             p.grower.interaction_constraints is not None:
         refused.append("monotone or interaction constraints")
@@ -392,7 +390,7 @@ class Booster:
             else:
                 grown = grow_with_collective(state.grower, state.gradient[k],
                                              state.hessian[k], indices, features,
-                                             state.collective)
+                                             state.collective, int(quant_seeds[k]))
             if state.collective is not None and self.loss.exact_leaves:
                 y_all, raw_all, w_all, rows_all, starts, stops = _gather_leaf_rows(
                     state.collective, grown, state.y, at[k], weight, indices)
@@ -734,16 +732,18 @@ class _TrainingState:
         self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
         bm = booster.bin_mapper
         grower_params = booster.params.grower
-        if collective is not None:  # "auto" decided by each process's rows could differ
-            grower_params = replace(grower_params, use_quantized_grad=False)
-        grower_params = quantize_by_default(grower_params, booster.loss.name, n,
-                                            isinstance(X_binned, SparseBinned))
         #: the rows of every member of the group, in rank order (None alone)
         self.member_rows = None if collective is None else collective.allgather(int(n))
+        # "auto" decided on the rows of the whole group: as one process decides
+        grower_params = quantize_by_default(
+            grower_params, booster.loss.name, n if collective is None
+            else sum(self.member_rows), isinstance(X_binned, SparseBinned))
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
                                  grower_params, n_rows_total=None if collective is None
                                  else sum(self.member_rows))
         if collective is not None:
+            # the stochastic rounding of quantised gradients draws by the group's row index
+            self.grower.row_offset = sum(self.member_rows[:collective.rank])
             # a feature of one value bin splits where some member has missing values
             # and values: every member must leave out the same features
             local = splittable_features(X_binned, bm.n_bins_non_missing_).astype(np.int64)

@@ -23,7 +23,14 @@ from ._dtypes import (
     NODE_DTYPE,
     SUM_DTYPE,
 )
-from ._kernels.grower import grow_tree, new_tree
+from ._kernels.grower import (
+    OPEN_ROOT,
+    PARTITIONED,
+    PHASE,
+    _exact_sums,
+    grow_tree,
+    new_tree,
+)
 from ._kernels.histogram import build_root_histograms_multi
 from ._kernels.quantize import quantize_gradients
 from ._kernels.records import (
@@ -272,6 +279,11 @@ class TreeGrower:
         # "auto" is decided where the loss is known (quantize_by_default); unresolved, off
         self.quantized = (not isinstance(params.use_quantized_grad, str)
                           and bool(params.use_quantized_grad))
+        #: data-parallel training: the index of this process's first row among all the
+        #: processes' (the stochastic rounding draws by global row), and the maxima of
+        #: every process's |gradient| and hessian (negative: this process's own)
+        self.row_offset = 0
+        self.quant_maxima = np.full(2, -1.0)
         self._quant = None
         if self.quantized:
             if self.sparse:
@@ -279,7 +291,7 @@ class TreeGrower:
                                  "sparse matrix with .toarray() or set "
                                  "use_quantized_grad=False")
             # packed sums hold |sum g| <= n B / 2 and sum h <= n B in 32 bits each
-            if n_samples * int(params.num_grad_quant_bins) >= 2**31:
+            if (n_rows_total or n_samples) * int(params.num_grad_quant_bins) >= 2**31:
                 raise ValueError(
                     f"num_grad_quant_bins={params.num_grad_quant_bins} is too large for "
                     f"{n_samples} rows: n_samples * num_grad_quant_bins must be below 2**31")
@@ -423,7 +435,8 @@ class TreeGrower:
             p = self.params
             quantize_gradients(gradient, hessian, int(p.num_grad_quant_bins),
                                bool(p.stochastic_rounding), np.uint64(quant_seed),
-                               self._quant.packed, self._quant.scales)
+                               self._quant.packed, self._quant.scales,
+                               np.uint64(self.row_offset), self.quant_maxima)
         # the records as plain tuples (the kernel makes them records again): Numba
         # types a named tuple argument on a slow path at every call, ~1 us each
         return (X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
@@ -528,7 +541,8 @@ def _small_page_array(shape: tuple, dtype) -> np.ndarray:
 
 
 def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_indices,
-                       features: np.ndarray, allreduce) -> list[GrownTree]:
+                       features: np.ndarray, allreduce, reduce=None,
+                       quant_seed: int = 0) -> list[GrownTree]:
     """Grow one tree over shards of the rows: the grower's steps, histograms summed.
 
     The data-parallel form of ``TreeGrower.grow``: each shard (a worker) holds
@@ -552,18 +566,29 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
         Features this tree may split on (the same on every shard).
     allreduce : callable
         ``allreduce(hists, features, node)`` sums the shards' histograms (float64
-        arrays of shape (n_features, n_bins, 3)) of node ``node`` over the used bins of
+        arrays of shape (n_features, n_bins, 3), or with quantised gradients the packed
+        int64 ones of shape (n_features, n_bins)) of node ``node`` over the used bins of
         ``features`` and writes the sum into each of them, in place.
+    reduce : callable, default=None
+        With quantised gradients (``use_quantized_grad=True``, the growers' maxima of
+        |gradient| and hessian those of every shard, ``TreeGrower.quant_maxima``):
+        ``reduce(arrays)`` sums, in place, the shards' arrays (one per shard, int64 or
+        float64, the same shape): the row counts of the root and of each left child,
+        and at the end the leaves' exact sums.
+    quant_seed : int, default=0
+        The tree's seed of stochastic rounding (quantised gradients).
 
     Returns
     -------
     list of GrownTree
         Each shard's tree: the same nodes, and leaves over the shard's rows.
     """
-    if any(g.sparse or g._bynode is not None or g.quantized for g in growers):
-        raise ValueError("grow_data_parallel takes dense data without colsample_bynode "
-                         "and without use_quantized_grad")
-    args = [g.kernel_arguments(gr, he, idx, features, False)
+    if any(g.sparse or g._bynode is not None for g in growers):
+        raise ValueError("grow_data_parallel takes dense data without colsample_bynode")
+    quantized = growers[0].quantized
+    if quantized and reduce is None:
+        raise ValueError("grow_data_parallel with quantised gradients needs reduce")
+    args = [g.kernel_arguments(gr, he, idx, features, False, quant_seed=quant_seed)
             for g, gr, he, idx in zip(growers, gradients, hessians, sample_indices,
                                       strict=True)]
     if len({g._tree.max_leaf_nodes for g in growers}) != 1:
@@ -578,11 +603,46 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
         node = built.pop()
         if node < 0:
             break
-        allreduce([g._scratch.hist_pool[r.nodes.slot[node]] for g, r in
+        if not quantized:
+            allreduce([g._scratch.hist_pool[r.nodes.slot[node]] for g, r in
+                       zip(growers, trees, strict=True)], features, node)
+            continue
+        phase = trees[0].state.counters[PHASE]
+        if phase == PARTITIONED:  # the left child's rows, before the smaller is chosen
+            reduce([r.nodes.count[node:node + 1] for r in trees])
+            continue
+        if phase == OPEN_ROOT:
+            reduce([r.nodes.count[0:1] for r in trees])
+        allreduce([g._quant.pool[r.nodes.slot[node]] for g, r in
                    zip(growers, trees, strict=True)], features, node)
+    if quantized:  # the leaves' sums of the exact derivatives, of every shard's rows
+        _sum_exactly(trees, gradients, hessians, sample_indices, reduce)
     return [_grown(s.counters[0], s.feature, s.bin_threshold, s.missing_left,
                    s.node_categorical, s.cat_bitset, s.left, s.right, s.gain, n.count,
                    n.sum_g, n.sum_h, s.start, s.stop, n.constrained) for s, n in trees]
+
+
+def _sum_exactly(trees, gradients, hessians, sample_indices, reduce) -> None:
+    """Every node's row count and exact gradient and hessian sums over every shard.
+
+    Each shard sums its rows of each leaf (``_exact_sums``); the leaves' sums are added
+    over the shards, and an inner node's are its children's, as one process adds them.
+    """
+    for r, gr, he, idx in zip(trees, gradients, hessians, sample_indices, strict=True):
+        s, n = r.state, r.nodes
+        _exact_sums(gr, he, idx, s.counters[0], s.left, s.right, s.start, s.stop, n.count,
+                    n.sum_g, n.sum_h)
+    n_nodes = int(trees[0].state.counters[0])
+    for name in ("count", "sum_g", "sum_h"):
+        reduce([getattr(r.nodes, name)[:n_nodes] for r in trees])
+    for r in trees:
+        s, n = r.state, r.nodes
+        for j in range(n_nodes - 1, -1, -1):
+            if s.left[j] >= 0:
+                a, b = s.left[j], s.right[j]
+                n.count[j] = n.count[a] + n.count[b]
+                n.sum_g[j] = n.sum_g[a] + n.sum_g[b]
+                n.sum_h[j] = n.sum_h[a] + n.sum_h[b]
 
 
 def used_bins(n_bins_non_missing: np.ndarray, features: np.ndarray) -> np.ndarray:
@@ -601,7 +661,7 @@ def used_bins(n_bins_non_missing: np.ndarray, features: np.ndarray) -> np.ndarra
 
 def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.ndarray,
                          sample_indices: np.ndarray, features: np.ndarray,
-                         collective) -> GrownTree:
+                         collective, quant_seed: int = 0) -> GrownTree:
     """Grow one tree over this process's rows, its histograms summed across processes.
 
     The per-process form of ``grow_data_parallel``: every process of a data-parallel
@@ -624,6 +684,10 @@ def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.n
         Features the tree may split on (the same on every process).
     collective : treeboost.collective.Collective
         The group; every member must call this function for the same tree.
+    quant_seed : int, default=0
+        The tree's seed of stochastic rounding, with quantised gradients (the scales
+        from the group's maxima, the draws by the group's row index:
+        ``grower.row_offset``), whose packed integer histograms add exactly.
 
     Returns
     -------
@@ -646,18 +710,26 @@ def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.n
     else:
         run = index
     # one row more: the node each process is at, checked after the sum
-    packed = np.empty((index.size + 1, 3), dtype=SUM_DTYPE)
+    width, dtype = (1, np.int64) if grower.quantized else (3, SUM_DTYPE)
+    packed = np.empty((index.size + 1, width), dtype=dtype)
 
     def allreduce(hists, _features, node):
-        flat = hists[0].reshape(-1, 3)
+        flat = hists[0].reshape(-1, width)
         packed[:-1] = flat[run]
         packed[-1] = node
         collective.allreduce_sum(packed)
-        if packed[-1, 0] != float(node) * collective.world_size or \
-                packed[-1, 1] != packed[-1, 0] or packed[-1, 2] != packed[-1, 0]:
+        if packed[-1, 0] != node * collective.world_size or \
+                packed[-1, -1] != packed[-1, 0]:
             raise RuntimeError(f"the processes of the group grow different nodes (this one "
                                f"node {node}): their data or bins differ")
         flat[run] = packed[:-1]
 
+    def reduce(arrays):
+        collective.allreduce_sum(arrays[0])
+
+    if grower.quantized:  # the scales of every member's rows
+        mine = np.array([np.max(np.abs(gradient), initial=0.0), np.max(hessian, initial=0.0)],
+                        dtype=np.float64)
+        grower.quant_maxima[:] = np.max(collective.allgather(mine), axis=0)
     return grow_data_parallel([grower], [gradient], [hessian], [sample_indices], features,
-                              allreduce)[0]
+                              allreduce, reduce, quant_seed)[0]

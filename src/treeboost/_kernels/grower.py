@@ -70,7 +70,7 @@ from .splitting import (
 N_NODES, N_LEAVES, N_FREE, PHASE, PENDING = 0, 1, 2, 3, 4
 # the phases: the root's histogram to build; the root to open (its histogram summed);
 # the pending node's children to consider (their histograms summed); the tree done
-START, OPEN_ROOT, CONSIDER, DONE = 0, 1, 2, 3
+START, OPEN_ROOT, CONSIDER, DONE, PARTITIONED = 0, 1, 2, 3, 4
 
 
 @kernel
@@ -450,15 +450,20 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
                                   feature_bins, scratch, slot[0],
                                   tree, general, quant)
-        if quant is not None:
+        if quant is not None and resume is None:
             _unpack(hist, quant.pool[slot[0]], features, n_bins_non_missing, missing_bin,
                     quant.scales, float(n_rows))
-        if resume is not None:
+        if resume is not None:  # (quantised: the packed sums and the row count are summed
+            # across workers, and unpacked on resuming)
             counters[PHASE] = OPEN_ROOT
             counters[N_FREE] = n_free
             return _result(root_node, state, nodes)
         phase = OPEN_ROOT
     if phase == OPEN_ROOT:
+        c_root = nodes.count[0]  # resumed, quantised: every worker's rows, summed
+        if quant is not None and resume is not None:
+            _unpack(hist_pool[slot[0]], quant.pool[slot[0]], features, n_bins_non_missing,
+                    missing_bin, quant.scales, float(nodes.count[0]))
         if sparse is None:  # sums and rows from the (summed) histogram
             hist = hist_pool[nodes.slot[0]]
             g0 = 0.0
@@ -475,7 +480,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             # counts are whole numbers, exact in float64
             nodes.count[0] = np.int64(c0 + hist[f0, missing_bin, 2])
             if quant is not None:  # estimated in the histogram; the rows are known
-                nodes.count[0] = stop[0] - start[0]
+                nodes.count[0] = stop[0] - start[0] if resume is None else c_root
         _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
                   bynode, constraints)
         if nodes.candidate[0] == 0 or sparse is not None:
@@ -484,57 +489,70 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # ---- best-first growth -----------------------------------------------------------
     node = counters[PENDING]
     pending = phase == CONSIDER  # resumed with node's children's histograms summed
+    partitioned = phase == PARTITIONED  # resumed with the left child's rows summed
     while True:
         if not pending:
-            if counters[N_LEAVES] >= tree.max_leaf_nodes:
-                break
-            node = np.int64(-1)
-            best = 0.0
-            for j in range(counters[N_NODES]):
-                if candidate[j] and (node < 0 or split_gain[j] > best):
-                    node = j
-                    best = split_gain[j]
-            if node < 0:
-                break
-            # split it
-            candidate[node] = 0
-            f = nodes.split_feature[node]
-            column = f
-            if sparse is not None:  # partition on the feature's column, materialised
-                _sparse_column(sparse, f, X_binned[0])
-                column = np.int32(0)
-            rows = sample_indices[start[node]:stop[node]]
-            if general is not None and rows.shape[0] >= tree.serial_partition_rows:
-                n_left = partition_rows(rows, X_binned, column, is_categorical[f] == 1,
-                                        nodes.split_bin[node], nodes.split_ml[node] == 1,
-                                        missing_bin, nodes.split_bitset[node],
-                                        scratch.left_buffer, scratch.right_buffer)
-            else:
-                n_left = partition_rows_serial(rows, X_binned, column, is_categorical[f] == 1,
-                                               nodes.split_bin[node],
-                                               nodes.split_ml[node] == 1, missing_bin,
-                                               nodes.split_bitset[node], scratch.left_buffer,
-                                               scratch.right_buffer)
-            state.feature[node] = f
-            state.bin_threshold[node] = nodes.split_bin[node]
-            state.missing_left[node] = nodes.split_ml[node]
-            state.node_categorical[node] = is_categorical[f]
-            for w in range(BITSET_WORDS):  # array assignment would compile a broadcast
-                state.cat_bitset[node, w] = nodes.split_bitset[node, w]
-            state.gain[node] = split_gain[node]
-            lc = counters[N_NODES]
-            rc = lc + 1
-            counters[N_NODES] = lc + 2
-            state.left[node] = lc
-            state.right[node] = rc
-            mid = start[node] + n_left
-            start[lc] = start[node]
-            stop[lc] = mid
-            start[rc] = mid
-            stop[rc] = stop[node]
-            sum_g[lc] = nodes.split_gl[node]
-            sum_h[lc] = nodes.split_hl[node]
-            count[lc] = nodes.split_cl[node] if quant is None else n_left
+            if not partitioned:
+                if counters[N_LEAVES] >= tree.max_leaf_nodes:
+                    break
+                node = np.int64(-1)
+                best = 0.0
+                for j in range(counters[N_NODES]):
+                    if candidate[j] and (node < 0 or split_gain[j] > best):
+                        node = j
+                        best = split_gain[j]
+                if node < 0:
+                    break
+                # split it
+                candidate[node] = 0
+                f = nodes.split_feature[node]
+                column = f
+                if sparse is not None:  # partition on the feature's column, materialised
+                    _sparse_column(sparse, f, X_binned[0])
+                    column = np.int32(0)
+                rows = sample_indices[start[node]:stop[node]]
+                if general is not None and rows.shape[0] >= tree.serial_partition_rows:
+                    n_left = partition_rows(rows, X_binned, column, is_categorical[f] == 1,
+                                            nodes.split_bin[node], nodes.split_ml[node] == 1,
+                                            missing_bin, nodes.split_bitset[node],
+                                            scratch.left_buffer, scratch.right_buffer)
+                else:
+                    n_left = partition_rows_serial(rows, X_binned, column, is_categorical[f] == 1,
+                                                   nodes.split_bin[node],
+                                                   nodes.split_ml[node] == 1, missing_bin,
+                                                   nodes.split_bitset[node], scratch.left_buffer,
+                                                   scratch.right_buffer)
+                state.feature[node] = f
+                state.bin_threshold[node] = nodes.split_bin[node]
+                state.missing_left[node] = nodes.split_ml[node]
+                state.node_categorical[node] = is_categorical[f]
+                for w in range(BITSET_WORDS):  # array assignment would compile a broadcast
+                    state.cat_bitset[node, w] = nodes.split_bitset[node, w]
+                state.gain[node] = split_gain[node]
+                lc = counters[N_NODES]
+                rc = lc + 1
+                counters[N_NODES] = lc + 2
+                state.left[node] = lc
+                state.right[node] = rc
+                mid = start[node] + n_left
+                start[lc] = start[node]
+                stop[lc] = mid
+                start[rc] = mid
+                stop[rc] = stop[node]
+                sum_g[lc] = nodes.split_gl[node]
+                sum_h[lc] = nodes.split_hl[node]
+                count[lc] = nodes.split_cl[node] if quant is None else n_left
+                if quant is not None and resume is not None:
+                    # count[lc] (this worker's rows) to be summed across workers: which
+                    # child is the smaller, and whether they split, need every worker's
+                    counters[PHASE] = PARTITIONED
+                    counters[PENDING] = node
+                    counters[N_FREE] = n_free
+                    return _result(lc, state, nodes)
+            partitioned = False
+            lc = state.left[node]
+            rc = state.right[node]
+            f = state.feature[node]
             sum_g[rc] = sum_g[node] - nodes.split_gl[node]
             sum_h[rc] = sum_h[node] - nodes.split_hl[node]
             count[rc] = count[node] - count[lc]

@@ -37,12 +37,16 @@ def unpack(packed):
 
 
 @parallel_kernel
-def quantize_gradients(gradient, hessian, n_bins, stochastic, seed, packed, scales):
+def quantize_gradients(gradient, hessian, n_bins, stochastic, seed, packed, scales,
+                       row_offset, maxima):
     """Quantise every row's (gradient, hessian) and pack it; write the two scales."""
     # gradient, hessian: float32 (n_samples,)             # IN
     # n_bins: int, B; stochastic: bool; seed: uint64      # IN
     # packed: int64 (n_samples,)                          # OUT
     # scales: float64 (2,): s_g, s_h                      # OUT
+    # row_offset: uint64, the index of row 0 in the draws' hash (data-parallel training:
+    # the rows before this process's); maxima: float64 (2,), max |g| and max h of every
+    # process's rows, or negative to take this process's
     n = gradient.shape[0]
     g_max = 0.0
     h_max = 0.0
@@ -50,6 +54,9 @@ def quantize_gradients(gradient, hessian, n_bins, stochastic, seed, packed, scal
     for i in prange(n):
         g_max = max(g_max, abs(np.float64(gradient[i])))
         h_max = max(h_max, np.float64(hessian[i]))
+    if maxima[0] >= 0.0:
+        g_max = maxima[0]
+        h_max = maxima[1]
     half = n_bins / 2.0
     g_unit = g_max if g_max > 0.0 else 1.0  # all zero: every row quantises to 0
     h_unit = h_max if h_max > 0.0 else 1.0
@@ -60,7 +67,8 @@ def quantize_gradients(gradient, hessian, n_bins, stochastic, seed, packed, scal
         xh = (np.float64(hessian[i]) * n_bins) / h_unit
         if stochastic:
             # one splitmix64 output per (seed, row): 24 bits for each uniform
-            _, z = _next_random(seed ^ (np.uint64(i) * np.uint64(0xD1B54A32D192ED03)))
+            _, z = _next_random(seed ^ ((np.uint64(i) + row_offset)
+                                        * np.uint64(0xD1B54A32D192ED03)))
             ug = np.float64(z >> np.uint64(40)) * _U24
             uh = np.float64(z & np.uint64(0xFFFFFF)) * _U24
         else:
