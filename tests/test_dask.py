@@ -242,12 +242,14 @@ def test_categorical_column_equals_local_training(client, monkeypatch, sample_ro
     assert list(model.to_local().is_categorical_) == [False] * 5 + [True]
 
 
-def test_subsample_draws_the_rows_one_process_draws(client):
+@pytest.mark.parametrize("quantized", [False, True])
+def test_subsample_draws_the_rows_one_process_draws(client, quantized):
     """With subsample each member keeps its share of the draw one process makes over all
-    the rows in member order (rank by rank, each worker's partitions in row order)."""
+    the rows in member order (rank by rank, each worker's partitions in row order); so do
+    the stochastic roundings of quantised gradients."""
     X, y = _data("binary", n=2000, seed=9)
     weight = np.random.default_rng(4).uniform(0.5, 2.0, size=y.size)
-    params = dict(PARAMS, subsample=0.6)
+    params = dict(PARAMS, subsample=0.6, use_quantized_grad=quantized)
     # chunk i of X, y and the weights on sorted(workers)[i % 2] (each stacked partition
     # is made where all its inputs lie): the members hold chunks 0, 2 and 1, 3
     model = DaskTreeBoostClassifier(**params, client=client).fit(

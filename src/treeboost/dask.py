@@ -729,7 +729,7 @@ Notes
 ``n_jobs=None`` (or -1) trains with each worker's Dask threads (``nthreads``).
 Data-parallel training does not support (refused with the reason, see
 ``treeboost.booster.check_distributed``): GOSS, DART and random forests,
-``colsample_bynode`` < 1, ``use_quantized_grad=True`` ("auto" trains unquantised),
+``colsample_bynode`` < 1,
 ``rank_xendcg`` (the median, quantile and Huber F0, leaves and delta are computed
 from every worker's rows, gathered),
 monotone and interaction constraints, ``category`` dtype columns (integer-coded

@@ -376,12 +376,14 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # bynode: records.NodeColumns for colsample_bynode < 1, else None
     # constraints: records.Constraints, or None; the returned NodeState (None without
     # constraints) holds each node's value bounds
-    # quant: records.QuantizedGradients (use_quantized_grad: dense data, no resume, no
-    # shared root), else None; splits are chosen on its integer histograms and the
-    # nodes' sums refit from gradient and hessian at the end (_exact_sums)
+    # quant: records.QuantizedGradients (use_quantized_grad: dense data, no shared
+    # root), else None; splits are chosen on its integer histograms and the nodes'
+    # sums refit from gradient and hessian at the end (_exact_sums; resumed growth
+    # leaves that to the caller, which adds every worker's sums)
     # resume: None to grow the whole tree; or records.Resume (a TreeState and its
     # Nodes, from new_tree) to run until a histogram built from this worker's rows
-    # must be summed across workers: the call returns that node's id in place of
+    # must be summed across workers (with quant: also the root's and each left
+    # child's row count, phase PARTITIONED): the call returns that node's id in place of
     # n_nodes (-1 when the tree is done), and the next call goes on from there
     # (grower.grow_data_parallel)
     feature_bins = FeatureBins(*feature_bins_t)
