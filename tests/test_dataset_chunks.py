@@ -255,3 +255,22 @@ def test_a_callable_giving_other_rows_in_another_pass_is_refused():
     # without a row array: count the rows, sample, then bin (the third call)
     with pytest.raises(ValueError, match="chunks gave 100 rows in one pass and more than"):
         Dataset.from_chunks(chunks)
+
+
+@pytest.mark.parametrize("kind", ["array", "dataframe"])
+def test_dask_collection_is_binned_block_by_block(kind, tmp_path):
+    """A dask array (row chunks, split columns too) or dataframe: its blocks computed one
+    at a time in each pass, and the in-memory model, bit for bit."""
+    da = pytest.importorskip("dask.array")
+    X, y = _data()
+    if kind == "array":
+        chunks = da.from_array(X, chunks=(170, 3))
+    else:
+        dd = pytest.importorskip("dask.dataframe")
+        pd = pytest.importorskip("pandas")
+        chunks = dd.from_pandas(pd.DataFrame(X), npartitions=4)
+    ds = Dataset.from_chunks(chunks, label=y, categorical_features=[2])
+    mem = Dataset(X, y, categorical_features=[2])
+    _same_model(train(PARAMS, ds), train(PARAMS, mem), X, tmp_path)
+    with pytest.raises(ValueError, match="must be 2-D"):
+        Dataset.from_chunks(da.from_array(y, chunks=100), label=y)

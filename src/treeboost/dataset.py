@@ -302,10 +302,12 @@ class Dataset:
             2-D arrays of shape (n_chunk_rows, n_features), the same
             ``n_features`` for all (float64 or float32 kept, other numbers
             converted chunk by chunk; NaN for missing values), e.g. slices of
-            ``np.load(path, mmap_mode="r")``. A list, tuple or other iterable
-            that can be iterated again, or a function of no arguments returning
-            a fresh iterator at every call; a one-shot iterator (a generator) is
-            refused unless ``bin_mapper`` or ``reference`` gives the bins and a
+            ``np.load(path, mmap_mode="r")``; or a dask array or dataframe, whose
+            row blocks (partitions) are computed one at a time, once per pass.
+            A list, tuple or other iterable that can be iterated again, or a
+            function of no arguments returning a fresh iterator at every call; a
+            one-shot iterator (a generator) is refused unless ``bin_mapper`` or
+            ``reference`` gives the bins and a
             row array gives the number of rows.
         label, weight, init_score, group, qid : array-like, default=None
             As for ``Dataset``, whole arrays for all rows (8 bytes a row, small
@@ -508,6 +510,8 @@ def _chunk_passes(chunks):
     if isinstance(chunks, np.ndarray):
         raise TypeError("chunks must be an iterable of 2-D arrays, not one array: pass "
                         "[data], or use Dataset(data)")
+    if hasattr(chunks, "__dask_graph__"):  # a dask array or dataframe: its row blocks
+        return _dask_blocks(chunks), True
     if callable(chunks):
         return (lambda: iter(chunks())), True
     try:
@@ -518,6 +522,19 @@ def _chunk_passes(chunks):
     if it is chunks:  # an iterator is its own iterator: a second pass would find it spent
         return (lambda: it), False
     return (lambda: iter(chunks)), True
+
+
+def _dask_blocks(collection):
+    """A function giving a fresh iterator of a dask array's or dataframe's row blocks,
+    each computed when it is reached (every pass computes them again)."""
+    if hasattr(collection, "get_partition"):  # a dask dataframe
+        return lambda: (collection.get_partition(i).compute().to_numpy()
+                        for i in range(collection.npartitions))
+    if collection.ndim != 2:
+        raise ValueError(f"chunks: a dask array must be 2-D, got {collection.ndim} "
+                         "dimension(s)")
+    rows = collection.rechunk({1: -1})
+    return lambda: (rows.blocks[i, 0].compute() for i in range(rows.numblocks[0]))
 
 
 def _rows_given(**arrays):
