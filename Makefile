@@ -17,7 +17,7 @@ demo: venv
 	$(PY) -m treeboost study --out study-demo
 
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 lint: venv
 	$(PY) -m pip install --quiet ruff

@@ -139,6 +139,7 @@ def _run_child(site, unwritable, numba_cache_dir=None):
 
 
 @pytest.mark.slow  # compiles every kernel of a fit in a fresh process
+@pytest.mark.fresh_compile
 @compiled
 def test_read_only_installation_fits_uncached_after_one_warning(read_only_site):
     site, unwritable = read_only_site
@@ -150,6 +151,7 @@ def test_read_only_installation_fits_uncached_after_one_warning(read_only_site):
 
 
 @pytest.mark.slow  # compiles every kernel of a fit in a fresh process
+@pytest.mark.fresh_compile
 @compiled
 def test_numba_cache_dir_receives_the_kernels(read_only_site):
     site, unwritable = read_only_site

@@ -214,12 +214,12 @@ OPTIONAL_RECORDS = ("SparseBins(", "NodeColumns(", "Constraints(", "NodeBounds("
 
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="kernels are plain Python")
 @pytest.mark.parametrize("cache", ["as found", pytest.param(
-    "empty", marks=[pytest.mark.slow, pytest.mark.compile_budget])])
+    "empty", marks=[pytest.mark.slow, pytest.mark.fresh_compile])])
 def test_each_kernel_compiles_at_most_two_signatures(cache, tmp_path):
     # with an empty kernel cache every kernel is compiled, the ones called from other
     # kernels included, whose signatures (a literal argument makes one of its own) a
     # cached caller hides; it costs minutes of compilation, so that variant is left out
-    # of the default run (marker compile_budget: CI runs it as a step of its own)
+    # of the default run (marker fresh_compile: CI runs it as a step of its own)
     env = dict(os.environ)
     if cache == "empty":
         env["NUMBA_CACHE_DIR"] = str(tmp_path)
