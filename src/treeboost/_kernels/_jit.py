@@ -15,6 +15,8 @@ process, after one warning. Numba's own search would raise "no locator
 available" at import there.
 """
 
+import contextlib
+import itertools
 import os
 import stat
 import tempfile
@@ -24,6 +26,7 @@ from numba import config, njit
 from numba.core.caching import (
     CompileResultCacheImpl,
     FunctionCache,
+    IndexDataCacheFile,
     _CacheLocator,
     _SourceFileBackedLocatorMixin,
 )
@@ -146,8 +149,66 @@ class _KernelCacheImpl(CompileResultCacheImpl):
     _locator_classes = [_KernelLocator]
 
 
+@contextlib.contextmanager
+def _exclusive(path):
+    """Hold an exclusive advisory lock on the file ``path`` (best effort).
+
+    Where there is no ``fcntl`` (Windows) or the file system refuses locks, the
+    block runs unlocked: ``_LockedIndexDataCacheFile`` then still never maps a
+    signature to another signature's code, it may only forget an entry.
+    """
+    try:
+        import fcntl
+        handle = open(path, "a")
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield  # closing the file releases the lock
+
+
+class _LockedIndexDataCacheFile(IndexDataCacheFile):
+    """Numba's index and data files of one kernel, safe for processes compiling at once.
+
+    Numba's own ``save`` reads the index, picks the first free data file name and
+    writes the index, then the data, all unlocked. Two processes saving two
+    signatures of one kernel at the same moment (the workers of a study, or of
+    a parallel test run, starting on an empty cache) can both pick the same
+    name: the index then maps one signature to the other's machine code, which
+    a later process loads and calls with the wrong argument types. Here the
+    read-modify-write of the index is done under a lock, and the data file is
+    written before the index names it, so a process reading meanwhile sees
+    either no entry (and compiles) or a complete one.
+    """
+
+    def save(self, key, data):
+        """Save the compiled code ``data`` of signature ``key``."""
+        with _exclusive(self._index_path + ".lock"):
+            overloads = self._load_index()
+            name = overloads.get(key)
+            if name is not None:  # the same signature: its code again
+                self._save_data(name, data)
+                return
+            taken = set(overloads.values())
+            name = next(self._data_name(i) for i in itertools.count(1)
+                        if self._data_name(i) not in taken)
+            self._save_data(name, data)
+            overloads[key] = name
+            self._save_index(overloads)
+
+
 class _KernelCache(FunctionCache):
     _impl_class = _KernelCacheImpl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _LockedIndexDataCacheFile(
+            cache_path=self._cache_path, filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp())
 
 
 def _jit(**options):
