@@ -6,7 +6,15 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from reference import leaf_of, predict
-from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE, SUM_DTYPE, X_DTYPE
+from treeboost._dtypes import (
+    G_H_DTYPE,
+    INDEX_DTYPE,
+    MISSING_BIN,
+    NODE_DTYPE,
+    SUM_DTYPE,
+    X_DTYPE,
+    readonly,
+)
 from treeboost._kernels.predict import _BLOCK, predict_binned, predict_raw, predict_raw_numerical
 from treeboost._threads import threads
 from treeboost.binning import BinMapper
@@ -68,7 +76,8 @@ def raw_kernel(trees, outputs, X, n_outputs, bin_mapper):
     """predict_raw on trees packed by the predictor (category tables from bin_mapper),
     checked equal, bit for bit, to predict_raw_numerical (the trees have no categories)."""
     packed = PackedTrees(trees, outputs, bin_mapper)
-    X = np.ascontiguousarray(X, dtype=X_DTYPE)
+    # read-only, as the predictor passes it: a writeable X compiles kernels of its own
+    X = readonly(np.ascontiguousarray(X, dtype=X_DTYPE))
     out = np.zeros((X.shape[0], n_outputs), dtype=SUM_DTYPE)
     predict_raw(X, packed.feature, packed.threshold,
                 packed.missing_left, packed.left, packed.right, packed.value,
@@ -242,7 +251,7 @@ def test_split_records_sum_trees_in_model_order(rounding_model, dtype, block, n_
     bin_mapper, trees, outputs = rounding_model
     X = make_X(n_samples, 7) * 1.5
     X[::3, 3] = np.nan
-    X = np.ascontiguousarray(X, dtype=dtype)
+    X = readonly(np.ascontiguousarray(X, dtype=dtype))
     packed = PackedTrees(trees, outputs, bin_mapper)
     out = np.zeros((n_samples, 3), dtype=SUM_DTYPE)
     predict_raw_numerical(X, *packed.split_records(), packed.tree_outputs, block, out)

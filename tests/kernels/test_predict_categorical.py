@@ -5,7 +5,15 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from reference import bitset_of, has_bit, leaf_of, predict
-from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE, SUM_DTYPE, X_DTYPE
+from treeboost._dtypes import (
+    G_H_DTYPE,
+    INDEX_DTYPE,
+    MISSING_BIN,
+    NODE_DTYPE,
+    SUM_DTYPE,
+    X_DTYPE,
+    readonly,
+)
 from treeboost._kernels.predict import _BLOCK, predict_binned, predict_raw
 from treeboost.binning import BinMapper
 from treeboost.grower import GrowerParams, TreeGrower
@@ -84,7 +92,7 @@ def raw_kernel(trees, outputs, X, n_outputs, bin_mapper):
     """predict_raw on trees packed by the predictor (category tables from bin_mapper)."""
     packed = PackedTrees(trees, outputs, bin_mapper)
     out = np.zeros((X.shape[0], n_outputs), dtype=SUM_DTYPE)
-    predict_raw(np.ascontiguousarray(X), packed.feature, packed.threshold,
+    predict_raw(readonly(np.ascontiguousarray(X)), packed.feature, packed.threshold,
                 packed.missing_left, packed.left, packed.right, packed.value,
                 packed.is_categorical, packed.cat_bitset, packed.categories,
                 packed.n_categories, MISSING_BIN, packed.tree_roots, packed.tree_outputs, out)

@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE
+from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE, readonly
 from treeboost._kernels.histogram import build_histograms_serial
 from treeboost._kernels.predict import predict_binned, predict_raw
 from treeboost._kernels.sparse import (
@@ -124,9 +124,10 @@ def test_predict_raw_csr_equals_dense():
     roots = np.zeros(1, NODE_DTYPE)
     want = np.zeros((X.shape[0], 1))
     got = np.zeros((X.shape[0], 1))
-    predict_raw(X.toarray(), feature, threshold, ml, left, right, value, is_cat, bitset,
+    predict_raw(readonly(X.toarray()), feature, threshold, ml, left, right, value, is_cat, bitset,
                 categories, n_categories, MISSING_BIN, roots, roots, want)
     Xc = canonical_sparse(X, "csr")
-    predict_raw_csr(Xc.indptr, Xc.indices, Xc.data, feature, threshold, ml, left, right, value,
-                    is_cat, bitset, categories, n_categories, MISSING_BIN, roots, roots, got)
+    predict_raw_csr(readonly(Xc.indptr), readonly(Xc.indices), readonly(Xc.data), feature,
+                    threshold, ml, left, right, value, is_cat, bitset, categories, n_categories,
+                    MISSING_BIN, roots, roots, got)
     assert_array_equal(got, want)
