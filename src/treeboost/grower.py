@@ -34,6 +34,7 @@ from ._kernels.grower import (
 from ._kernels.histogram import build_root_histograms_multi
 from ._kernels.quantize import quantize_gradients
 from ._kernels.records import (
+    ALL_FEATURES,
     FeatureBins,
     NodeColumns,
     QuantizedGradients,
@@ -295,11 +296,14 @@ class TreeGrower:
                 raise ValueError(
                     f"num_grad_quant_bins={params.num_grad_quant_bins} is too large for "
                     f"{n_samples} rows: n_samples * num_grad_quant_bins must be below 2**31")
-        self._bynode = None
-        if params.colsample_bynode < 1.0:
-            self._bynode = NodeColumns(np.zeros(1, dtype=np.uint64), np.ones(1, dtype=np.int64),
-                                       np.zeros(self.n_features, dtype=np.uint8),
-                                       np.empty(self.n_features, dtype=NODE_DTYPE))
+        # always a record, never None: the kernel then has one specialisation for
+        # both (each optional record doubles grow_tree's compiled variants, ~10 s
+        # each); k = ALL_FEATURES makes every node use all of the tree's features
+        self._bynode_on = params.colsample_bynode < 1.0
+        self._bynode = NodeColumns(np.zeros(1, dtype=np.uint64),
+                                   np.full(1, ALL_FEATURES, dtype=np.int64),
+                                   np.zeros(self.n_features, dtype=np.uint8),
+                                   np.empty(self.n_features, dtype=NODE_DTYPE))
 
     @property
     def n_threads(self) -> int:
@@ -426,7 +430,7 @@ class TreeGrower:
                                                          hessian[sample_indices])
             sparse.root_sums[0] = g.sum(dtype=SUM_DTYPE)
             sparse.root_sums[1] = h.sum(dtype=SUM_DTYPE)
-        if self._bynode is not None:
+        if self._bynode_on:
             self._bynode.seed[0] = (rng.integers(0, 2**63, dtype=np.uint64)
                                     if bynode_seed is None else bynode_seed)
             self._bynode.k[0] = max(1, int(round(self.params.colsample_bynode
@@ -583,7 +587,7 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     list of GrownTree
         Each shard's tree: the same nodes, and leaves over the shard's rows.
     """
-    if any(g.sparse or g._bynode is not None for g in growers):
+    if any(g.sparse or g._bynode_on for g in growers):
         raise ValueError("grow_data_parallel takes dense data without colsample_bynode")
     quantized = growers[0].quantized
     if quantized and reduce is None:

@@ -42,6 +42,7 @@ from ._jit import inline, kernel
 from .histogram import build_histograms, build_histograms_root, build_histograms_serial
 from .partition import partition_rows, partition_rows_serial
 from .records import (
+    ALL_FEATURES,
     FeatureBins,
     NodeBounds,
     Nodes,
@@ -373,7 +374,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # not as kernels of their own: each kernel taking the records cost ~0.5-1 s of
     # a first fit's compilation.
     # sparse: records.SparseBins for sparse data, else None
-    # bynode: records.NodeColumns for colsample_bynode < 1, else None
+    # bynode: records.NodeColumns (k = ALL_FEATURES without colsample_bynode), or None
     # constraints: records.Constraints, or None; the returned NodeState (None without
     # constraints) holds each node's value bounds
     # quant: records.QuantizedGradients (use_quantized_grad: dense data, no shared
@@ -668,7 +669,7 @@ def _node_features(node, features, bynode):
     draw whatever the number of threads or the order nodes are searched in.
     """
     n_used = features.shape[0]
-    if bynode is None:
+    if bynode is None or bynode.k[0] >= ALL_FEATURES:
         return features[:n_used]
     # k of the tree's features; of fewer where interaction constraints allow fewer
     k = min(bynode.k[0], n_used)

@@ -89,9 +89,12 @@ SparseBins = namedtuple("SparseBins", ["col_ptr", "rows", "bins", "zero_bin", "m
                                        "root_sums"])
 
 #: per-node column sampling (colsample_bynode): seed uint64 (1,), this tree's draw;
-#: k int64 (1,), the features each node may use; mark uint8 (n_features,) zeros and
-#: chosen int32 (n_features,) scratch
+#: k int64 (1,), the features each node may use (ALL_FEATURES without colsample_bynode:
+#: the record is passed either way, so that both share one compiled grower); mark
+#: uint8 (n_features,) zeros and chosen int32 (n_features,) scratch
 NodeColumns = namedtuple("NodeColumns", ["seed", "k", "mark", "chosen"])
+#: NodeColumns.k when every node may use all of the tree's features
+ALL_FEATURES = 2**62
 
 #: a tree grown step by step (grow_tree's ``resume``): its TreeState and Nodes
 Resume = namedtuple("Resume", ["state", "nodes"])
