@@ -16,8 +16,12 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) -m treeboost study --out study-demo
 
+# the suite in TEST_WORKERS processes (pytest-xdist), each compiling the kernels its
+# tests need into the shared kernel cache; work stealing evens out their ends
+TEST_WORKERS ?= 2
+
 test: venv
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 lint: venv
 	$(PY) -m pip install --quiet ruff
@@ -32,4 +36,4 @@ clean: clean-cache
 
 # Numba's on-disk cache of compiled kernels (stale after editing a kernel others call)
 clean-cache:
-	find src -name '*.nbi' -delete -o -name '*.nbc' -delete
+	find src -name '*.nbi' -delete -o -name '*.nbc' -delete -o -name '*.nbi.lock' -delete
