@@ -649,3 +649,32 @@ def test_members_at_different_nodes_are_stopped():
     with pytest.raises(RuntimeError, match="grow different nodes"):
         grow_with_collective(grower, g, h, np.arange(2000, dtype=INDEX_DTYPE),
                              np.arange(3, dtype=NODE_DTYPE), OtherNode())
+
+
+@pytest.mark.parametrize("all_rows", [True, False])
+def test_unit_hessians_grow_the_tree_of_the_scaled_hessians(all_rows, monkeypatch):
+    """Every hessian 1.0: the kernel gets hessian=None (two-float histograms). With
+    lambda 0, (2g, 2h) has the same leaves -G/H and twice the gains, so the tree of
+    the all-2.0 hessians (three-float histograms) has the same splits and rows."""
+    monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", 500)
+    monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 2000)
+    X, g, _ = random_data(n_samples=6000, seed=11)
+    rows = (np.arange(6000) if all_rows
+            else np.flatnonzero(np.random.default_rng(2).random(6000) < 0.7))
+    ones = np.ones_like(g)
+    grower = TreeGrower(X, np.full(4, N_BINS_NON_MISSING, dtype=NODE_DTYPE),
+                        np.zeros(4, dtype=np.uint8), GrowerParams())
+    features = np.arange(4, dtype=NODE_DTYPE)
+    assert grower.kernel_arguments(g, ones, rows.astype(INDEX_DTYPE), features,
+                                   all_rows)[2] is None
+    assert grower.kernel_arguments(g, 2 * ones, rows.astype(INDEX_DTYPE), features,
+                                   all_rows)[2] is not None
+    params = dict(max_leaf_nodes=20, min_samples_leaf=5, reg_lambda=0.0, min_child_weight=1e-3)
+    unit, idx_unit = grow(X, g, ones, rows=rows, all_rows=all_rows, **params)
+    scaled, idx_scaled = grow(X, 2 * g, 2 * ones, rows=rows, all_rows=all_rows, **params)
+    for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count"):
+        assert_array_equal(getattr(unit, name), getattr(scaled, name))
+    assert_array_equal(idx_unit, idx_scaled)
+    assert_array_equal(2 * unit.sum_h, scaled.sum_h)  # exact: powers of two
+    assert_array_equal(unit.sum_h, unit.count)  # each node's hessian sum is its row count
+    assert unit.leaf_nodes.size == 20

@@ -31,7 +31,7 @@ from ._kernels.grower import (
     grow_tree,
     new_tree,
 )
-from ._kernels.histogram import build_root_histograms_multi
+from ._kernels.histogram import all_ones, build_root_histograms_multi
 from ._kernels.quantize import quantize_gradients
 from ._kernels.records import (
     ALL_FEATURES,
@@ -412,14 +412,20 @@ class TreeGrower:
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
                          all_rows, root=None, output=-1, rng=None, quant_seed=0,
-                         bynode_seed=None) -> tuple:
+                         bynode_seed=None, resumed=False) -> tuple:
         """The arguments of ``_kernels.grower.grow_tree`` for one tree, but ``resume``.
 
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
         this tree's index in it; by default the tree builds its own root histogram.
         ``rng`` draws the tree's seed of ``colsample_bynode`` (``bynode_seed``: drawn
         already); ``quant_seed`` (an int in [0, 2**64)) is the tree's seed of
-        stochastic rounding (``use_quantized_grad``).
+        stochastic rounding (``use_quantized_grad``). ``resumed``: for a growth
+        step by step (``grow_data_parallel``).
+
+        Where every hessian is 1.0 (squared error and the other losses whose
+        hessian is the row weight, unweighted), on dense data with float
+        histograms, the hessian is passed as None: the histograms then add two
+        floats a row instead of three, and the same sums (``_kernels.histogram``).
         """
         if self._tree is None:  # the records are built once per grower, i.e. per fit
             self._build_records()
@@ -441,6 +447,9 @@ class TreeGrower:
                                bool(p.stochastic_rounding), np.uint64(quant_seed),
                                self._quant.packed, self._quant.scales,
                                np.uint64(self.row_offset), self.quant_maxima)
+        if (sparse is None and self._quant is None and root is None and not resumed
+                and all_ones(hessian)):
+            hessian = None
         # the records as plain tuples (the kernel makes them records again): Numba
         # types a named tuple argument on a slow path at every call, ~1 us each
         return (X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
@@ -592,7 +601,8 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     quantized = growers[0].quantized
     if quantized and reduce is None:
         raise ValueError("grow_data_parallel with quantised gradients needs reduce")
-    args = [g.kernel_arguments(gr, he, idx, features, False, quant_seed=quant_seed)
+    args = [g.kernel_arguments(gr, he, idx, features, False, quant_seed=quant_seed,
+                               resumed=True)
             for g, gr, he, idx in zip(growers, gradients, hessians, sample_indices,
                                       strict=True)]
     if len({g._tree.max_leaf_nodes for g in growers}) != 1:

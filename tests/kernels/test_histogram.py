@@ -19,10 +19,12 @@ from treeboost._dtypes import (
     X_BINNED_DTYPE,
 )
 from treeboost._kernels.histogram import (
+    all_ones,
     build_histograms,
     build_histograms_root,
     build_histograms_serial,
     build_root_histograms_multi,
+    unit_hessians,
 )
 
 # Gradients are float32, promoted exactly to float64 and summed in float64 by both the
@@ -222,3 +224,42 @@ def test_multi_output_root_equals_one_root_per_output(block, shares):
             assert_array_equal(counts[f, used], hist[f, used, HIST_C])
     assert np.isnan(multi[1]).all()  # a feature not listed is not touched
     assert np.isnan(multi[2, 3:MISSING_BIN]).all()
+
+
+@pytest.mark.parametrize("kernel", ["root", "parallel", "serial"])
+def test_unit_hessians_give_the_three_float_histogram_bit_for_bit(kernel):
+    """hessian=None (every hessian 1.0) adds (g, count) and unit_hessians copies the
+    count into the hessian column: the very bits of adding the ones (rows in order)."""
+    X, gradient, _ = make_data(n_samples=3000, n_features=6, seed=5)
+    ones = np.ones_like(gradient)
+    features = np.array([0, 2, 3, 5], dtype=NODE_DTYPE)
+    n_bins = np.full(X.shape[0], MISSING_BIN, dtype=NODE_DTYPE)
+    rows = np.arange(X.shape[1], dtype=INDEX_DTYPE) if kernel == "root" else \
+        np.flatnonzero(np.random.default_rng(1).random(X.shape[1]) < 0.6).astype(INDEX_DTYPE)
+    hists = []
+    for hessian in (ones, None):
+        hist = np.full((X.shape[0], N_BINS, 3), -7.0, dtype=SUM_DTYPE)  # unused: -7
+        hist[features] = 0.0
+        if kernel == "root":
+            build_histograms_root(X, gradient, hessian, features, hist, 2)
+        else:
+            og = np.empty(X.shape[1], dtype=G_H_DTYPE)
+            oh = np.empty(X.shape[1], dtype=G_H_DTYPE)
+            fn = build_histograms if kernel == "parallel" else build_histograms_serial
+            args = (X, rows, gradient, hessian, features, og, oh, hist)
+            fn(*args, 2) if kernel == "parallel" else fn(*args)
+        if hessian is None:
+            assert (hist[features][..., HIST_H] == 0.0).all()  # left to unit_hessians
+            unit_hessians(hist, features, n_bins, MISSING_BIN)
+        hists.append(hist)
+    assert_array_equal(hists[1], hists[0])
+    assert (hists[0][features][..., HIST_C] > 0).any()
+
+
+def test_all_ones():
+    assert all_ones(np.ones(5, dtype=G_H_DTYPE))
+    assert all_ones(np.ones(0, dtype=G_H_DTYPE))
+    for i in (0, 4):
+        h = np.ones(5, dtype=G_H_DTYPE)
+        h[i] = np.float32(1.0000001)
+        assert not all_ones(h)

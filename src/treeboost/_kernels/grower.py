@@ -39,7 +39,12 @@ holds one; after a split the larger child takes over the parent's slot
 import numpy as np
 
 from ._jit import inline, kernel
-from .histogram import build_histograms, build_histograms_root, build_histograms_serial
+from .histogram import (
+    build_histograms,
+    build_histograms_root,
+    build_histograms_serial,
+    unit_hessians,
+)
 from .partition import partition_rows, partition_rows_serial
 from .records import (
     ALL_FEATURES,
@@ -141,6 +146,9 @@ def _build_node_histogram(X_binned, rows, gradient, hessian, features, feature_b
         else:
             build_histograms_serial(X_binned, rows, gradient, hessian, features,
                                     scratch.ordered_gradient, scratch.ordered_hessian, hist)
+        if hessian is None:
+            unit_hessians(hist, features, feature_bins.n_bins_non_missing,
+                          feature_bins.missing_bin)
     else:  # each row's packed pair stands for both its gradient and its hessian
         packed = quant.pool[slot]
         _zero_used_bins(packed, features, feature_bins.n_bins_non_missing,
@@ -353,7 +361,9 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major; for sparse data a
     # (1, n_samples) buffer the split feature's column is written to  # IN
-    # gradient, hessian: float32 (n_samples,)                          # IN
+    # gradient, hessian: float32 (n_samples,); hessian None where every row's is
+    # 1.0 (TreeGrower.kernel_arguments; dense, float histograms, no resume): the
+    # histograms then add two floats a row, not three                  # IN
     # sample_indices: uint32 (n_rows,)                                 # IN/OUT, grouped by leaf
     # features: int32 (n_used,)                                        # IN
     # all_rows: whether sample_indices is every row (the root histogram then
@@ -444,6 +454,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                 _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
                 build_histograms_root(X_binned, gradient, hessian, features, hist,
                                       tree.n_threads)
+                if hessian is None:
+                    unit_hessians(hist, features, n_bins_non_missing, missing_bin)
             else:
                 _zero_used_bins(quant.pool[slot[0]], features, n_bins_non_missing,
                                 missing_bin)

@@ -16,6 +16,13 @@ The same kernels build the integer histograms of quantised gradients
 ``gradient`` and ``hessian`` both hold each row's packed integer pair
 (``quantize.pack``); a row adds one integer per feature instead of three
 floats (``_add`` is chosen by the histogram's type).
+
+Unit hessians (every row's hessian 1.0: squared error, absolute error, Huber,
+quantile without sample weights) are passed as ``hessian=None``: a row then
+adds its gradient and its count, two floats instead of three (0.70x the time
+of a root histogram on 400,000 x 20), and the caller copies the count into
+the hessian column (``unit_hessians``): a sum of ones in float64 is the count
+exactly, so the histogram, and the model, are the same bits.
 """
 
 from numba import prange, types
@@ -27,9 +34,13 @@ GROUP = 4  # features per task
 
 
 def _add(h, b, g, hs):
-    """Add a row to bin ``b``: (g, hs, 1) to a float histogram; the packed g to an integer one."""
+    """Add a row to bin ``b``: (g, hs, 1) to a float histogram, (g, -, 1) for a unit
+    hessian (``hs`` None); the packed g to an integer one."""
     if h.ndim == 1:
         h[b] += g
+    elif hs is None:
+        h[b, 0] += g
+        h[b, 2] += 1.0
     else:
         h[b, 0] += g
         h[b, 1] += hs
@@ -43,12 +54,59 @@ def _add_typed(h, b, g, hs):
         def add_packed(h, b, g, hs):
             h[b] += g
         return add_packed
+    if isinstance(hs, types.NoneType):
+        def add_unit(h, b, g, hs):
+            h[b, 0] += g
+            h[b, 2] += 1.0
+        return add_unit
 
     def add_float(h, b, g, hs):
         h[b, 0] += g
         h[b, 1] += hs
         h[b, 2] += 1.0
     return add_float
+
+
+def _at(a, i):
+    """``a[i]``, or None where ``a`` is None (unit hessians)."""
+    return None if a is None else a[i]
+
+
+@overload(_at)
+def _at_typed(a, i):
+    if isinstance(a, types.NoneType):
+        return lambda a, i: None
+    return lambda a, i: a[i]
+
+
+def _gather(out, i, a, j):
+    """``out[i] = a[j]``; nothing where ``a`` is None (unit hessians)."""
+    if a is not None:
+        out[i] = a[j]
+
+
+@overload(_gather)
+def _gather_typed(out, i, a, j):
+    if isinstance(a, types.NoneType):
+        def skip(out, i, a, j):
+            pass
+        return skip
+
+    def gather(out, i, a, j):
+        out[i] = a[j]
+    return gather
+
+
+def _unless_none(buffer, a):
+    """``buffer``, or None where ``a`` is None: the ordered hessians of unit hessians."""
+    return None if a is None else buffer
+
+
+@overload(_unless_none)
+def _unless_none_typed(buffer, a):
+    if isinstance(a, types.NoneType):
+        return lambda buffer, a: None
+    return lambda buffer, a: buffer
 
 
 @inline
@@ -70,7 +128,7 @@ def _group_histograms(X_binned, features, k0, k1, sample_indices, gradient, hess
         for i in range(n):
             j = sample_indices[i]
             g = gradient[i]
-            hs = hessian[i]
+            hs = _at(hessian, i)
             _add(h0, c0[j], g, hs)
             _add(h1, c1[j], g, hs)
             _add(h2, c2[j], g, hs)
@@ -83,19 +141,19 @@ def _group_histograms(X_binned, features, k0, k1, sample_indices, gradient, hess
         for i in range(n):
             j = sample_indices[i]
             g = gradient[i]
-            hs = hessian[i]
+            hs = _at(hessian, i)
             _add(h0, c0[j], g, hs)
             _add(h1, c1[j], g, hs)
         if k1 - k0 == 3:
             c = X_binned[features[k0 + 2]]
             h = hist[features[k0 + 2]]
             for i in range(n):
-                _add(h, c[sample_indices[i]], gradient[i], hessian[i])
+                _add(h, c[sample_indices[i]], gradient[i], _at(hessian, i))
     elif k1 > k0:
         c = X_binned[features[k0]]
         h = hist[features[k0]]
         for i in range(n):
-            _add(h, c[sample_indices[i]], gradient[i], hessian[i])
+            _add(h, c[sample_indices[i]], gradient[i], _at(hessian, i))
 
 
 @inline
@@ -122,7 +180,7 @@ def _range_histograms_all_rows(X_binned, features, k0, k1, gradient, hessian, hi
         h1 = hist[features[k + 1]]
         for i in range(n):
             g = gradient[i]
-            hs = hessian[i]
+            hs = _at(hessian, i)
             _add(h0, c0[i], g, hs)
             _add(h1, c1[i], g, hs)
         k += 2
@@ -130,7 +188,7 @@ def _range_histograms_all_rows(X_binned, features, k0, k1, gradient, hessian, hi
         c = X_binned[features[k]]
         h = hist[features[k]]
         for i in range(n):
-            _add(h, c[i], gradient[i], hessian[i])
+            _add(h, c[i], gradient[i], _at(hessian, i))
 
 
 @inline
@@ -148,6 +206,7 @@ def build_histograms_root(X_binned, gradient, hessian, features, hist, n_threads
     """Histograms of all rows (no index indirection), for the listed features."""
     # X_binned: uint8 (n_features, n_samples), feature-major # IN
     # gradient, hessian: float32 (n_samples,)                 # IN
+    # (hessian None: unit hessians, the hessian column left to the caller)
     # features: int32 (n_used,)                               # IN
     # hist: float64 (n_features, n_bins, 3), zeroed           # OUT
     # (quantised: gradient, hessian int64, packed; hist int64 (n_features, n_bins))
@@ -166,6 +225,7 @@ def build_histograms(X_binned, sample_indices, gradient, hessian, features,
     # X_binned: uint8 (n_features, n_samples), feature-major # IN
     # sample_indices: uint32 (n_node,)                        # IN
     # gradient, hessian: float32 (n_samples,)                 # IN
+    # (hessian None: unit hessians, the hessian column left to the caller)
     # features: int32 (n_used,)                               # IN
     # ordered_gradient, ordered_hessian: float32 (>= n_node,) # scratch
     # hist: float64 (n_features, n_bins, 3), zeroed           # OUT
@@ -176,13 +236,14 @@ def build_histograms(X_binned, sample_indices, gradient, hessian, features,
     for i in prange(n_node):
         j = sample_indices[i]
         ordered_gradient[i] = gradient[j]
-        ordered_hessian[i] = hessian[j]
+        _gather(ordered_hessian, i, hessian, j)
+    ordered_h = _unless_none(ordered_hessian, hessian)
     n_used = features.shape[0]
     n_shares = _n_shares(n_used, n_threads)
     for t in prange(n_shares):
         _range_histograms(X_binned, features, t * n_used // n_shares,
                           (t + 1) * n_used // n_shares, sample_indices, ordered_gradient,
-                          ordered_hessian, hist)
+                          ordered_h, hist)
 
 
 @kernel
@@ -193,9 +254,9 @@ def build_histograms_serial(X_binned, sample_indices, gradient, hessian, feature
     for i in range(n_node):
         j = sample_indices[i]
         ordered_gradient[i] = gradient[j]
-        ordered_hessian[i] = hessian[j]
+        _gather(ordered_hessian, i, hessian, j)
     _range_histograms(X_binned, features, 0, features.shape[0], sample_indices,
-                      ordered_gradient, ordered_hessian, hist)
+                      ordered_gradient, _unless_none(ordered_hessian, hessian), hist)
 
 
 @parallel_kernel
@@ -256,3 +317,27 @@ def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, fea
                     for w in range(width):
                         dst[w] += row[w]
                     count[b] += 1.0
+
+
+@kernel
+def unit_hessians(hist, features, n_bins_non_missing, missing_bin):
+    """Hessian column := count column over the used bins, after a unit-hessian build.
+
+    Every row's hessian is 1.0, so the hessian sum of a bin is its row count:
+    in float64 the very value the three-float build adds up.
+    """
+    for k in range(features.shape[0]):
+        f = features[k]
+        h = hist[f]
+        for b in range(n_bins_non_missing[f]):
+            h[b, 1] = h[b, 2]
+        h[missing_bin, 1] = h[missing_bin, 2]
+
+
+@kernel
+def all_ones(a):
+    """Whether every value of ``a`` is 1.0 (stops at the first that is not)."""
+    for i in range(a.shape[0]):
+        if a[i] != 1.0:
+            return False
+    return True
