@@ -1,7 +1,8 @@
 """Compile budget (DESIGN §1.3): every kernel compiles at most 2 signatures.
 
 (At most 2 for each combination of the optional concerns a kernel takes as a record or
-None, see ``OPTIONAL_RECORDS``: those specialisations compile only for their users.)
+None, see ``OPTIONAL_RECORDS``, and of unit hessians, a ``hessian`` of None: those
+specialisations compile only for their users.)
 
 The test drives every kernel through the public estimators in a fresh Python
 process, so it measures what the package compiles, whatever other tests (kernel
@@ -16,6 +17,7 @@ dtype and every other kernel exactly one.
 """
 
 import importlib
+import inspect
 import json
 import os
 import pkgutil
@@ -178,6 +180,10 @@ def exercise_estimators():
     model.predict(X_nan[:1, :])
 
 
+#: appended to a signature whose ``hessian`` argument is None (compiled_signatures)
+UNIT_HESSIAN = " [unit hessian]"
+
+
 def exercise_read_only():
     """Read-only inputs (joblib memmaps) must reuse the writeable inputs' kernels."""
     rng = np.random.default_rng(3)
@@ -190,10 +196,22 @@ def exercise_read_only():
 
 
 def compiled_signatures():
-    """{kernel name: [signature, ...]} after exercising the estimators in this process."""
+    """{kernel name: [signature, ...]} after exercising the estimators in this process.
+
+    A signature whose ``hessian`` argument is None (unit hessians: squared error and
+    the other losses whose hessian is the row weight, unweighted) is marked
+    ``UNIT_HESSIAN``: like an optional record, it is a specialisation of its own,
+    compiled only for those losses.
+    """
     exercise_estimators()
     exercise_read_only()
-    return {name: [str(s) for s in k.signatures] for name, k in all_kernels().items()}
+    out = {}
+    for name, k in all_kernels().items():
+        params = list(inspect.signature(k.py_func).parameters)
+        at = params.index("hessian") if "hessian" in params else None
+        out[name] = [str(s) + (UNIT_HESSIAN if at is not None and str(s[at]) == "none" else "")
+                     for s in k.signatures]
+    return out
 
 
 # public kernels called only from other kernels: loaded from the kernel cache, their
@@ -202,14 +220,15 @@ def compiled_signatures():
 CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
                        "splitting.find_best_splits", "histogram.build_histograms",
                        "histogram.build_histograms_serial", "sparse.build_histograms_sparse",
-                       "histogram.build_histograms_root", "partition.partition_rows",
+                       "histogram.build_histograms_root", "histogram.unit_hessians",
+                       "partition.partition_rows",
                        "partition.partition_rows_serial", "splitting.clipped_value",
                        "splitting.constrained_split_gain", "splitting.score_given_value"}
 
 
 #: the records of optional concerns (records.py) whose presence makes a specialisation
 OPTIONAL_RECORDS = ("SparseBins(", "NodeColumns(", "Constraints(", "NodeBounds(",
-                    "NodeState(", "Resume(", "QuantizedGradients(")
+                    "NodeState(", "Resume(", "QuantizedGradients(", UNIT_HESSIAN)
 
 
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="kernels are plain Python")
