@@ -303,7 +303,6 @@ class TreeGrower:
         # always a record, never None: the kernel then has one specialisation for
         # both (each optional record doubles grow_tree's compiled variants, ~10 s
         # each); k = ALL_FEATURES makes every node use all of the tree's features
-        self._bynode_on = params.colsample_bynode < 1.0
         self._bynode = NodeColumns(np.zeros(1, dtype=np.uint64),
                                    np.full(1, ALL_FEATURES, dtype=np.int64),
                                    np.zeros(self.n_features, dtype=np.uint8),
@@ -440,7 +439,7 @@ class TreeGrower:
                                                          hessian[sample_indices])
             sparse.root_sums[0] = g.sum(dtype=SUM_DTYPE)
             sparse.root_sums[1] = h.sum(dtype=SUM_DTYPE)
-        if self._bynode_on:
+        if self.params.colsample_bynode < 1.0:
             self._bynode.seed[0] = (rng.integers(0, 2**63, dtype=np.uint64)
                                     if bynode_seed is None else bynode_seed)
             self._bynode.k[0] = max(1, int(round(self.params.colsample_bynode
@@ -600,7 +599,7 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     list of GrownTree
         Each shard's tree: the same nodes, and leaves over the shard's rows.
     """
-    if any(g.sparse or g._bynode_on for g in growers):
+    if any(g.sparse or g.params.colsample_bynode < 1.0 for g in growers):
         raise ValueError("grow_data_parallel takes dense data without colsample_bynode")
     quantized = growers[0].quantized
     if quantized and reduce is None:

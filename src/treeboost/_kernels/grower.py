@@ -384,7 +384,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # not as kernels of their own: each kernel taking the records cost ~0.5-1 s of
     # a first fit's compilation.
     # sparse: records.SparseBins for sparse data, else None
-    # bynode: records.NodeColumns (k = ALL_FEATURES without colsample_bynode), or None
+    # bynode: records.NodeColumns (k = ALL_FEATURES without colsample_bynode)
     # constraints: records.Constraints, or None; the returned NodeState (None without
     # constraints) holds each node's value bounds
     # quant: records.QuantizedGradients (use_quantized_grad: dense data, no shared
@@ -681,7 +681,7 @@ def _node_features(node, features, bynode):
     draw whatever the number of threads or the order nodes are searched in.
     """
     n_used = features.shape[0]
-    if bynode is None or bynode.k[0] >= ALL_FEATURES:
+    if bynode.k[0] >= ALL_FEATURES:
         return features[:n_used]
     # k of the tree's features; of fewer where interaction constraints allow fewer
     k = min(bynode.k[0], n_used)
