@@ -112,3 +112,26 @@ def test_only_unsplittable_columns_give_constant_model():
     proba = TreeBoostClassifier(n_estimators=5).fit(X, y).predict_proba(X)
     assert_array_equal(proba, np.broadcast_to(proba[0], proba.shape))
     assert np.isclose(proba[0, 1], 0.5)
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.7])
+def test_histograms_as_narrow_as_the_most_value_bins(subsample):
+    # counts 1..5 (some summed duplicates) and NaN: a few value bins per feature, so
+    # the sparse grower's histograms hold that many plus the missing bin, not 256;
+    # the missing bin moved to their end changes no split
+    X, dense, y = _hashed(n_rows=400, n_features=300, per_row=8, seed=5)
+    assert np.isnan(X.data).sum() > 10
+    params = dict(n_estimators=20, max_leaf_nodes=12, min_samples_leaf=3,
+                  subsample=subsample, random_state=0)
+    sparse_model = TreeBoostRegressor(**params).fit(X, y)
+    dense_model = TreeBoostRegressor(**params).fit(dense, y)
+    assert_allclose(sparse_model.predict(X), dense_model.predict(dense), rtol=1e-9,
+                    atol=1e-12)
+    missing_left = [t.missing_left[t.left >= 0] for stage in sparse_model.booster_.trees
+                    for t in stage]
+    assert np.concatenate(missing_left).any()  # some split sent NaN left, on purpose
+    mapper = BinMapper().fit(X)
+    from treeboost.grower import GrowerParams, TreeGrower
+    grower = TreeGrower(mapper.transform(X), mapper.n_bins_non_missing_,
+                        mapper.is_categorical_.astype(np.uint8), GrowerParams())
+    assert grower.hist_bins == mapper.n_bins_non_missing_.max() + 1 < 20

@@ -255,8 +255,12 @@ class TreeGrower:
         self.is_categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
         self.params = params
         self.n_features, n_samples = X_binned.shape
+        self._categorical = bool(self.is_categorical.any())
+        self.sparse = isinstance(X_binned, SparseBinned)
+        #: bins a histogram holds per feature, the last the missing bin's
+        self.hist_bins = _sparse_hist_bins(self) if self.sparse else N_BINS
         self._feature_bins = FeatureBins(self.n_bins_non_missing, self.is_categorical,
-                                         MISSING_BIN)
+                                         self.hist_bins - 1)
         # float() every scalar: an int reg_lambda=1 would compile another signature
         self._split_params = SplitParams(
             float(params.reg_lambda), float(params.reg_alpha), float(params.min_samples_leaf),
@@ -268,12 +272,13 @@ class TreeGrower:
         # the grower lives inside one fit, whose thread count does not change
         self._serial_limits = _serial_limits()
         self._serial_twins: list[TreeGrower] = []  # serial_twins
-        self._categorical = bool(self.is_categorical.any())
-        self.sparse = isinstance(X_binned, SparseBinned)
         self._sparse = None
         if self.sparse:
-            self._sparse = SparseBins(X_binned.col_ptr, X_binned.rows, X_binned.bins,
-                                      X_binned.zero_bin, np.zeros(n_samples, dtype=np.uint8),
+            bins, zero_bin = X_binned.bins, X_binned.zero_bin
+            if self.hist_bins < N_BINS:  # the missing bin moves to the histogram's last
+                bins, zero_bin = (_move_missing(a, self.hist_bins - 1) for a in (bins, zero_bin))
+            self._sparse = SparseBins(X_binned.col_ptr, X_binned.rows, bins, zero_bin,
+                                      np.zeros(n_samples, dtype=np.uint8),
                                       np.zeros(2, dtype=SUM_DTYPE))
             # the kernel's X_binned: the split feature's column is written there
             self._column = np.empty((1, n_samples), dtype=np.uint8)
@@ -523,7 +528,7 @@ class TreeGrower:
         return int(min(int(p.max_leaf_nodes), cap))
 
     def _allocate_hist_pool(self, n_slots: int) -> np.ndarray:
-        shape = (n_slots, self.n_features, N_BINS, 3)
+        shape = (n_slots, self.n_features, self.hist_bins, 3)
         try:
             if self.sparse and hasattr(mmap, "MADV_NOHUGEPAGE"):
                 return _small_page_array(shape, SUM_DTYPE)
@@ -536,6 +541,32 @@ class TreeGrower:
                 f"leaves over {self.n_features} features need {gib:.1f} GiB of histogram "
                 "buffers, more than this machine can allocate; lower max_leaf_nodes or "
                 "raise min_samples_leaf") from None
+
+
+def _sparse_hist_bins(grower: TreeGrower) -> int:
+    """Bins per feature of a sparse grower's histograms: the most value bins plus one.
+
+    A histogram of N_BINS bins per feature holds mostly bins no row can fall
+    in where features have few values (counts in a bag of words: at most 16 of
+    255 in ``bench_sparse.py --preset wide``, 20,000 features: 123 MB a
+    histogram, against 8 MB). The missing bin becomes the last of the
+    narrower histogram; the tree's splits (bin thresholds below each feature's
+    value bins, the missing side) do not depend on where it is. Categorical
+    data keeps N_BINS: its splits store the missing bin as bit 255 of a bitset.
+    """
+    if grower._categorical:
+        return N_BINS
+    return min(N_BINS, int(grower.n_bins_non_missing.max(initial=1)) + 1)
+
+
+def _move_missing(bins: np.ndarray, missing: int) -> np.ndarray:
+    """``bins`` with MISSING_BIN replaced by ``missing`` (the same array where none is)."""
+    at = bins == MISSING_BIN
+    if not at.any():
+        return bins
+    moved = bins.copy()
+    moved[at] = missing
+    return moved
 
 
 def _small_page_array(shape: tuple, dtype) -> np.ndarray:
