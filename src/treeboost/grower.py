@@ -84,6 +84,7 @@ def _serial_limits() -> tuple[int, int, int]:
 # A stage's shared root histograms (several outputs) are used up to this size of
 # buffer: n_features x N_BINS x 2 n_outputs float64
 _MULTI_ROOT_BYTES = 256 * 2**20
+_MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
 _NO_ROOT = tuple(RootHistograms(np.zeros((1, 1, 2), dtype=SUM_DTYPE),
                                 np.zeros((1, 1), dtype=SUM_DTYPE), -1))
 
@@ -414,11 +415,13 @@ class TreeGrower:
             # np.empty: only the used bins are ever written, and only they commit memory
             self._multi_root = (
                 np.empty((self.n_features, N_BINS, 2 * n_outputs), dtype=SUM_DTYPE),
-                np.empty((self.n_features, N_BINS), dtype=SUM_DTYPE))
-        multi, counts = self._multi_root
+                np.empty((self.n_features, N_BINS), dtype=SUM_DTYPE),
+                np.empty((self._serial_limits[2], _MULTI_ROOT_BLOCK, 2 * n_outputs),
+                         dtype=G_H_DTYPE))
+        multi, counts, ordered = self._multi_root
         build_root_histograms_multi(self.X_binned, sample_indices, gradient, hessian,
-                                    features, self.n_bins_non_missing, MISSING_BIN, multi,
-                                    counts, self._serial_limits[2])
+                                    features, self.n_bins_non_missing, MISSING_BIN, ordered,
+                                    multi, counts, self._serial_limits[2])
         return multi, counts
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,

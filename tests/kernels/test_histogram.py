@@ -193,7 +193,8 @@ def test_independent_of_thread_count():
 
 
 @pytest.mark.parametrize("shares", [1, 2, 3, 5])  # threads, one share of the features each
-def test_multi_output_root_equals_one_root_per_output(shares):
+@pytest.mark.parametrize("block", [7, 2048])  # rows gathered per block: several, or one
+def test_multi_output_root_equals_one_root_per_output(block, shares):
     """A stage's shared root pass gives each output the histogram of its own pass, bit for
     bit (same additions in the same order), over the used bins of the listed features."""
     rng = np.random.default_rng(4)
@@ -209,7 +210,8 @@ def test_multi_output_root_equals_one_root_per_output(shares):
     multi = np.full((n_features, N_BINS, 2 * n_outputs), np.nan)  # unused bins stay NaN
     counts = np.full((n_features, N_BINS), np.nan)
     build_root_histograms_multi(X, rows, gradient, hessian, features, n_bins, MISSING_BIN,
-                                multi, counts, shares)
+                                np.empty((shares, block, 2 * n_outputs), G_H_DTYPE), multi,
+                                counts, shares)
     for k in range(n_outputs):
         hist = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
         build_histograms_serial(X, rows, gradient[k], hessian[k], features,
