@@ -14,7 +14,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from treeboost import TreeBoostClassifier, TreeBoostRegressor
 from treeboost._dtypes import MISSING_BIN
 from treeboost.binning import BinMapper
-from treeboost.grower import splittable_features
+from treeboost.grower import GrowerParams, TreeGrower, splittable_features
 
 
 def _hashed(n_rows=300, n_features=5000, per_row=6, seed=0):
@@ -129,9 +129,8 @@ def test_histograms_as_narrow_as_the_most_value_bins(subsample):
                     atol=1e-12)
     missing_left = [t.missing_left[t.left >= 0] for stage in sparse_model.booster_.trees
                     for t in stage]
-    assert np.concatenate(missing_left).any()  # some split sent NaN left, on purpose
+    assert np.concatenate(missing_left).any()  # some split sends NaN left
     mapper = BinMapper().fit(X)
-    from treeboost.grower import GrowerParams, TreeGrower
     grower = TreeGrower(mapper.transform(X), mapper.n_bins_non_missing_,
                         mapper.is_categorical_.astype(np.uint8), GrowerParams())
     assert grower.hist_bins == mapper.n_bins_non_missing_.max() + 1 < 20

@@ -264,7 +264,8 @@ class TreeGrower:
         self._categorical = bool(self.is_categorical.any())
         self.sparse = isinstance(X_binned, SparseBinned)
         #: bins a histogram holds per feature, the last the missing bin's
-        self.hist_bins = _sparse_hist_bins(self) if self.sparse else N_BINS
+        self.hist_bins = (_sparse_hist_bins(self.n_bins_non_missing, self._categorical)
+                          if self.sparse else N_BINS)
         self._feature_bins = FeatureBins(self.n_bins_non_missing, self.is_categorical,
                                          self.hist_bins - 1)
         # float() every scalar: an int reg_lambda=1 would compile another signature
@@ -549,7 +550,7 @@ class TreeGrower:
                 "raise min_samples_leaf") from None
 
 
-def _sparse_hist_bins(grower: TreeGrower) -> int:
+def _sparse_hist_bins(n_bins_non_missing: np.ndarray, categorical: bool) -> int:
     """Bins per feature of a sparse grower's histograms: the most value bins plus one.
 
     A histogram of N_BINS bins per feature holds mostly bins no row can fall
@@ -560,9 +561,9 @@ def _sparse_hist_bins(grower: TreeGrower) -> int:
     value bins, the missing side) do not depend on where it is. Categorical
     data keeps N_BINS: its splits store the missing bin as bit 255 of a bitset.
     """
-    if grower._categorical:
+    if categorical:
         return N_BINS
-    return min(N_BINS, int(grower.n_bins_non_missing.max(initial=1)) + 1)
+    return min(N_BINS, int(n_bins_non_missing.max(initial=1)) + 1)
 
 
 def _move_missing(bins: np.ndarray, missing: int) -> np.ndarray:
