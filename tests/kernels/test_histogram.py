@@ -19,6 +19,7 @@ from treeboost._dtypes import (
     X_BINNED_DTYPE,
 )
 from treeboost._kernels.histogram import (
+    PER_OUTPUT_BELOW,
     all_ones,
     build_histograms,
     build_histograms_root,
@@ -194,11 +195,14 @@ def test_independent_of_thread_count():
 
 @pytest.mark.parametrize("shares", [1, 2, 3, 5])  # threads, one share of the features each
 @pytest.mark.parametrize("block", [7, 2048])  # rows gathered per block: several, or one
-def test_multi_output_root_equals_one_root_per_output(block, shares):
-    """A stage's shared root pass gives each output the histogram of its own pass, bit for
-    bit (same additions in the same order), over the used bins of the listed features."""
+# a pass per output below PER_OUTPUT_BELOW outputs, gathered vectors from it on
+@pytest.mark.parametrize("n_outputs", [2, PER_OUTPUT_BELOW - 1, PER_OUTPUT_BELOW, 11])
+def test_multi_output_root_equals_one_root_per_output(block, shares, n_outputs):
+    """A stage's shared root gives each output the histogram of its own pass, bit for
+    bit (same additions in the same order), over the used bins of the listed features,
+    whichever way it adds the outputs."""
     rng = np.random.default_rng(4)
-    n_outputs, n_samples, n_features = 5, 600, 4
+    n_samples, n_features = 600, 4
     X = rng.integers(0, 30, size=(n_features, n_samples)).astype(X_BINNED_DTYPE)
     X[rng.random(X.shape) < 0.1] = MISSING_BIN
     X[2] %= 3  # a feature with three bins: bins past them are never written
