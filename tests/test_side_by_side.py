@@ -51,3 +51,29 @@ def test_no_tree_thread_outlives_the_fit():
     X, y = _data(1, 800)
     TreeBoostClassifier(n_estimators=3, n_jobs=2).fit(X, y)
     assert not [t for t in threading.enumerate() if t.name.startswith("treeboost")]
+
+
+def test_a_tree_threads_error_is_raised_and_no_more_trees_are_taken(monkeypatch):
+    """A tree that fails on one thread fails the fit with its own error; the other
+    threads take no further tree, and none outlives the fit."""
+    from treeboost.booster import Booster
+
+    grown = []
+    original = Booster._newton_tree
+
+    def failing(self, state, k, *args, **kwargs):
+        if len(self.trees) == 1 and k == 1:  # stage 1, the second tree taken
+            raise RuntimeError("tree 1 failed")
+        grown.append((len(self.trees), k))
+        return original(self, state, k, *args, **kwargs)
+
+    monkeypatch.setattr(Booster, "_newton_tree", failing)
+    X, y = _data(2, 800)
+    with pytest.raises(RuntimeError, match="tree 1 failed"):
+        TreeBoostClassifier(n_estimators=4, n_jobs=2, max_leaf_nodes=7).fit(X, y)
+    assert sorted(k for m, k in grown if m == 0) == [0, 1, 2, 3, 4]  # stage 0 whole
+    assert all(m <= 1 for m, _ in grown)
+    # taken in turn: after the failure at most the tree already taken by the other
+    # thread is grown, so stage 1 never reaches its last trees
+    assert len([k for m, k in grown if m == 1]) <= 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("treeboost")]
