@@ -17,27 +17,38 @@ on the number of threads nor on the chunking.
 import numpy as np
 from numba import prange
 
-from ._jit import bin_goes_left, inline, kernel, parallel_kernel
+from ._jit import bin_goes_left, kernel, parallel_kernel
 
 _CHUNK = 16384  # rows per task
 
 
-@inline
-def _split_chunk(sample_indices, col, start, stop, is_categorical, bin_threshold, missing_left,
-                 missing_bin, bitset, left_buffer, right_buffer):
-    """Split rows[start:stop] into the buffers at offset start; return (n_left, n_right)."""
+@kernel
+def _split_chunk(rows, col, is_categorical, bin_threshold, missing_left, missing_bin, bitset,
+                 left, right):
+    """Split a chunk's rows into ``left`` and ``right`` (views at the chunk's offset);
+    return (n_left, n_right)."""
+    # Views, indexed from 0, not the whole arrays at the chunk's offset: inside a
+    # prange body that offset indexing compiled to a loop twice as slow as the
+    # serial kernel's (400,000 rows, one thread: 943 against 476 us; views: 561)
     nl = 0
     nr = 0
-    for i in range(start, stop):
-        j = sample_indices[i]
+    for i in range(rows.shape[0]):
+        j = rows[i]
         # both writes, then advance one side: no branch for the CPU to mispredict
         go_left = np.int64(bin_goes_left(col[j], is_categorical, bin_threshold, missing_left,
                                          missing_bin, bitset))
-        left_buffer[start + nl] = j
-        right_buffer[start + nr] = j
+        left[nl] = j
+        right[nr] = j
         nl += go_left
         nr += 1 - go_left
     return nl, nr
+
+
+@kernel
+def _copy(dst, src):
+    """dst[:] = src, element by element (a slice assignment compiles a shape check)."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
 
 
 @kernel
@@ -79,8 +90,9 @@ def partition_rows(sample_indices, X_binned, feature, is_categorical, bin_thresh
     for c in prange(n_chunks):
         start = c * _CHUNK
         stop = min(start + _CHUNK, n)
-        nl, nr = _split_chunk(sample_indices, col, start, stop, is_categorical, bin_threshold,
-                              missing_left, missing_bin, bitset, left_buffer, right_buffer)
+        nl, nr = _split_chunk(sample_indices[start:stop], col, is_categorical, bin_threshold,
+                              missing_left, missing_bin, bitset, left_buffer[start:stop],
+                              right_buffer[start:stop])
         n_left_in[c] = nl
         n_right_in[c] = nr
     left_offset = np.zeros(n_chunks, dtype=np.int64)
@@ -96,11 +108,10 @@ def partition_rows(sample_indices, X_binned, feature, is_categorical, bin_thresh
     for c in prange(n_chunks):
         start = c * _CHUNK
         lo = left_offset[c]
-        for i in range(n_left_in[c]):
-            sample_indices[lo + i] = left_buffer[start + i]
         ro = right_offset[c]
-        for i in range(n_right_in[c]):
-            sample_indices[ro + i] = right_buffer[start + i]
+        _copy(sample_indices[lo:lo + n_left_in[c]], left_buffer[start:start + n_left_in[c]])
+        _copy(sample_indices[ro:ro + n_right_in[c]],
+              right_buffer[start:start + n_right_in[c]])
     return total_left
 
 
