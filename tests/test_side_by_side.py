@@ -13,6 +13,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from treeboost import TreeBoostClassifier
+from treeboost.booster import Booster
 
 pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                 reason="one Numba thread: the trees are grown in turn")
@@ -56,8 +57,6 @@ def test_no_tree_thread_outlives_the_fit():
 def test_a_tree_threads_error_is_raised_and_no_more_trees_are_taken(monkeypatch):
     """A tree that fails on one thread fails the fit with its own error; the other
     threads take no further tree, and none outlives the fit."""
-    from treeboost.booster import Booster
-
     grown = []
     original = Booster._newton_tree
 

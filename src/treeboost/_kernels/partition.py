@@ -46,7 +46,8 @@ def _split_chunk(rows, col, is_categorical, bin_threshold, missing_left, missing
 
 @kernel
 def _copy(dst, src):
-    """dst[:] = src, element by element (a slice assignment compiles a shape check)."""
+    """dst[:len(src)] = src, element by element (a slice assignment would compile a shape
+    check and its message)."""
     for i in range(src.shape[0]):
         dst[i] = src[i]
 
@@ -73,8 +74,7 @@ def partition_rows_serial(sample_indices, X_binned, feature, is_categorical, bin
         right_buffer[nr] = j
         nl += go_left
         nr += 1 - go_left
-    for i in range(nr):  # a slice assignment would compile a shape check and its message
-        sample_indices[nl + i] = right_buffer[i]
+    _copy(sample_indices[nl:], right_buffer[:nr])
     return nl
 
 
