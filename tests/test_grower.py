@@ -678,3 +678,42 @@ def test_unit_hessians_grow_the_tree_of_the_scaled_hessians(all_rows, monkeypatc
     assert_array_equal(2 * unit.sum_h, scaled.sum_h)  # exact: powers of two
     assert_array_equal(unit.sum_h, unit.count)  # each node's hessian sum is its row count
     assert unit.leaf_nodes.size == 20
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_kept_root_counts_grow_the_trees_of_a_full_root_pass(parallel, monkeypatch):
+    """Unit hessians over every row: the grower counts each bin's rows once and each
+    tree's root adds only the gradients. The counts are the bins' row counts, and
+    tree after tree (other gradients, other feature subsets) the trees are those of
+    a grower that builds the whole root histogram every time, bit for bit."""
+    if parallel:
+        monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", 500)
+        monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 2000)
+    else:
+        monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 10**9)
+    X, _, _ = random_data(n_samples=6000, n_features=5, seed=12, missing=0.1)
+    n_bins = np.array([255, 255, 40, 255, 7], dtype=NODE_DTYPE)
+    X[2] = np.where(X[2] == MISSING_BIN, MISSING_BIN, X[2] % 40)
+    X[4] = np.where(X[4] == MISSING_BIN, MISSING_BIN, X[4] % 7)
+    params = GrowerParams(max_leaf_nodes=16, min_samples_leaf=5, reg_lambda=0.0,
+                          min_child_weight=1e-3)
+    kept = TreeGrower(X, n_bins, np.zeros(5, dtype=np.uint8), params)
+    full = TreeGrower(X, n_bins, np.zeros(5, dtype=np.uint8), params)
+    full._count_root_rows = lambda sample_indices: None  # counts never kept
+    rng = np.random.default_rng(3)
+    ones = np.ones(6000, dtype=G_H_DTYPE)
+    for features in ([0, 1, 2, 3, 4], [4, 2, 0], [1, 3]):
+        g = rng.normal(size=6000).astype(G_H_DTYPE)
+        trees = [grower.grow(g, ones, np.arange(6000, dtype=INDEX_DTYPE),
+                             np.array(features, dtype=NODE_DTYPE), all_rows=True)
+                 for grower in (kept, full)]
+        for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count",
+                     "sum_g", "sum_h", "leaf_starts", "leaf_stops"):
+            assert_array_equal(getattr(trees[0], name), getattr(trees[1], name))
+        assert trees[0].leaf_nodes.size == 16
+    counts = kept._scratch.root_counts
+    for f in range(5):
+        expected = np.bincount(X[f], minlength=256)
+        assert_array_equal(counts[f, :n_bins[f]], expected[:n_bins[f]])
+        assert counts[f, MISSING_BIN] == expected[MISSING_BIN] > 0
+    assert full._scratch.root_counts.shape == (0, 0)

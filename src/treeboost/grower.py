@@ -31,7 +31,12 @@ from ._kernels.grower import (
     grow_tree,
     new_tree,
 )
-from ._kernels.histogram import all_ones, build_root_histograms_multi
+from ._kernels.histogram import (
+    all_ones,
+    build_histograms_root,
+    build_histograms_serial,
+    build_root_histograms_multi,
+)
 from ._kernels.quantize import quantize_gradients
 from ._kernels.records import (
     ALL_FEATURES,
@@ -86,6 +91,8 @@ def _serial_limits() -> tuple[int, int, int]:
 # buffer: n_features x N_BINS x 2 n_outputs float64
 _MULTI_ROOT_BYTES = 256 * 2**20
 _MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
+# Scratch's root_gradient and root_counts until a unit-hessian root's counts are kept
+_NO_ROOT_COUNTS = (np.zeros((0, 0), dtype=SUM_DTYPE), np.zeros((0, 0), dtype=SUM_DTYPE))
 _NO_ROOT = tuple(RootHistograms(np.zeros((1, 1, 2), dtype=SUM_DTYPE),
                                 np.zeros((1, 1), dtype=SUM_DTYPE), -1))
 
@@ -466,6 +473,8 @@ class TreeGrower:
         if (sparse is None and self._quant is None and root is None and not resumed
                 and all_ones(hessian)):
             hessian = None
+            if all_rows and self._scratch.root_counts.shape[0] == 0:
+                self._count_root_rows(sample_indices)
         # the records as plain tuples (the kernel makes them records again): Numba
         # types a named tuple argument on a slow path at every call, ~1 us each
         return (X_binned, gradient, hessian, sample_indices, features, bool(all_rows),
@@ -487,7 +496,8 @@ class TreeGrower:
             np.empty(n_samples, dtype=INDEX_DTYPE), np.empty(n_samples, dtype=INDEX_DTYPE),
             np.empty(n_samples, dtype=G_H_DTYPE), np.empty(n_samples, dtype=G_H_DTYPE),
             np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE),
-            np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32), hist_pool)
+            np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32), hist_pool,
+            *_NO_ROOT_COUNTS)
         if self.quantized:
             # np.empty: only the used bins of the pool are written, and commit memory
             self._quant = QuantizedGradients(
@@ -496,6 +506,28 @@ class TreeGrower:
                 np.ones(2, dtype=SUM_DTYPE))
         self._record_tuples = (tuple(self._feature_bins), tuple(self._tree),
                                tuple(self._split_params), tuple(self._scratch))
+
+    def _count_root_rows(self, sample_indices: np.ndarray) -> None:
+        """Count the rows of every feature's bins, once: a unit-hessian root's count and
+        hessian columns, which every tree over all the rows shares (``_kernels.grower``).
+
+        Counted by the kernel and in the order the root's gradients are summed, as
+        the sums of 1.0 a full root pass adds: the same values.
+        """
+        shape = (self.n_features, self.hist_bins)
+        counts = np.zeros(shape, dtype=SUM_DTYPE)
+        ones = np.ones(sample_indices.shape[0], dtype=G_H_DTYPE)
+        features = np.arange(self.n_features, dtype=NODE_DTYPE)
+        _, histogram_updates_min, n_threads = self._serial_limits
+        if sample_indices.shape[0] * self.n_features >= histogram_updates_min:
+            build_histograms_root(self.X_binned, ones, None, features, counts, n_threads)
+        else:
+            s = self._scratch
+            build_histograms_serial(self.X_binned, sample_indices, ones, None, features,
+                                    s.ordered_gradient, s.ordered_hessian, counts)
+        self._scratch = self._scratch._replace(root_gradient=np.zeros(shape, dtype=SUM_DTYPE),
+                                               root_counts=counts)
+        self._record_tuples = self._record_tuples[:3] + (tuple(self._scratch),)
 
     def _general(self, n_rows: int, n_used: int, all_rows: bool):
         """``grow_tree``'s ``general``: True, or None for a lean tree.

@@ -34,10 +34,13 @@ TreeParams = namedtuple("TreeParams", [
 #: left_buffer, right_buffer uint32 (>= n_rows,); ordered_gradient, ordered_hessian
 #: float32 (>= n_rows,); split_out float64 (n_features, N_SPLIT_COLUMNS);
 #: split_bitsets uint32 (n_features, BITSET_WORDS); hist_pool float64
-#: (max_leaf_nodes, n_features, n_bins, 3)
+#: (max_leaf_nodes, n_features, n_bins, 3); root_gradient, root_counts float64
+#: (n_features, n_bins): a unit-hessian root's gradient sums, built each tree, and
+#: its row counts, counted once (the same rows every tree), or both (0, 0) where
+#: the counts are not kept (TreeGrower.count_root_rows)
 Scratch = namedtuple("Scratch", [
     "left_buffer", "right_buffer", "ordered_gradient", "ordered_hessian", "split_out",
-    "split_bitsets", "hist_pool"])
+    "split_bitsets", "hist_pool", "root_gradient", "root_counts"])
 
 #: a stage's shared root histograms of every output (histogram.build_root_histograms_multi):
 #: multi float64 (n_features, n_bins, 2 n_outputs), counts float64 (n_features, n_bins),
