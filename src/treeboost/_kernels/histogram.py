@@ -384,8 +384,14 @@ def unit_hessians(hist, features, n_bins_non_missing, missing_bin):
 
 @kernel
 def all_ones(a):
-    """Whether every value of ``a`` is 1.0 (stops at the first that is not)."""
-    for i in range(a.shape[0]):
-        if a[i] != 1.0:
+    """Whether every value of ``a`` is 1.0 (stops within a block of the first that is not)."""
+    n = a.shape[0]
+    # blocks without an exit inside: the loop returning at the first other value took
+    # 0.31 ms for 400,000 ones (each tree of a squared-error fit), the blocks 0.21 ms
+    for start in range(0, n, 256):
+        other = 0
+        for i in range(start, min(start + 256, n)):
+            other += a[i] != 1.0
+        if other:
             return False
     return True
