@@ -56,11 +56,12 @@ from .constraints import constraints_record
 
 # Below these sizes a node is handled by the serial kernels: waking the thread
 # pool costs more than the work (and much more on a loaded machine). The partition:
-# the parallel kernel now takes 0.6x the serial one's time on two threads at
-# 200,000-400,000 rows (0.75x at 50,000-100,000), yet fits were no faster with it
-# from 100,000 or 200,000 rows (regression 400,000 x 20: 1.01x, 1.00x; binary
-# 800,000 x 28: 1.05x; runs alternated in one process, 2026-11-27), so it is still
-# left to nodes of millions of rows. Histograms go parallel from
+# the parallel kernel took 0.6x the serial one's time on two threads at
+# 200,000-400,000 rows, yet fits were no faster with it from 100,000 or 200,000
+# rows (regression 400,000 x 20: 1.01x, 1.00x; binary 800,000 x 28: 1.05x); since
+# the serial kernel takes 16 rows a step (simd.split16: 0.6-0.7 ns a row) the
+# parallel one saves at most a tenth of it at those sizes, so it is left to nodes
+# of millions of rows. Histograms go parallel from
 # 20,000 row x feature updates (1,000 rows of 20 features, ~25 us of serial work):
 # against 200,000, fits on 2 threads took 0.94x the time (regression 400,000 x 20,
 # 300 trees), 0.84x (binary 800,000 x 28, quantised, 150 trees) and 0.97x

@@ -190,3 +190,24 @@ def test_add_leaf_values_matches_twin():
     outside = np.setdiff1d(np.arange(n), sample_indices)
     assert outside.size == 1
     assert raw[outside[0]] == before[outside[0]]
+
+
+@pytest.mark.parametrize("n_node", [15, 16, 17, 33, 1000])
+@pytest.mark.parametrize("split", [(0, True), (127, False), (253, True), (254, False)])
+def test_sixteen_rows_a_step_match_the_twin(n_node, split):
+    """The serial kernel's vector steps (simd.split16, where the CPU has AVX-512;
+    the loop elsewhere): every bin value, missing rows either side, rows in any order,
+    and a row among the column's last three part way through, whose step falls back
+    to the loop for the rest (the gather reads 4 bytes from a row's bin on)."""
+    bin_threshold, missing_left = split
+    n_samples = 2000
+    rng = np.random.default_rng(n_node)
+    X = rng.integers(0, 256, size=(2, n_samples)).astype(X_BINNED_DTYPE)  # 255: missing
+    for feature in (0, 1):
+        rows = rng.choice(n_samples - 3, n_node, replace=False).astype(INDEX_DTYPE)
+        if n_node > 40:
+            rows[40] = n_samples - 1 - feature  # a step of the third block falls back
+        out, n_left = run(rows, X, feature, bin_threshold, missing_left, partition_rows_serial)
+        expected, expected_left = partition(rows, X, feature, bin_threshold, missing_left)
+        assert n_left == expected_left
+        assert_array_equal(out, expected)
