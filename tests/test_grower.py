@@ -717,3 +717,29 @@ def test_kept_root_counts_grow_the_trees_of_a_full_root_pass(parallel, monkeypat
         assert_array_equal(counts[f, :n_bins[f]], expected[:n_bins[f]])
         assert counts[f, MISSING_BIN] == expected[MISSING_BIN] > 0
     assert full._scratch.root_counts.shape == (0, 0)
+
+
+@pytest.mark.parametrize("colsample_bytree", [1.0, 0.6])
+def test_shared_roots_with_counts_kept_grow_the_trees_of_counting_each_stage(
+        colsample_bytree, monkeypatch):
+    """A multiclass stage over every row takes its roots' counts from the grower's,
+    counted once a fit, in place of counting the rows at every stage: the same
+    trees, stage after stage, whatever features each stage draws."""
+    from treeboost import TreeBoostClassifier
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 5))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.digitize(X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.normal(size=3000), [-1, 0, 1])
+    kw = dict(n_estimators=6, max_leaf_nodes=12, colsample_bytree=colsample_bytree,
+              random_state=1, n_jobs=1)
+    kept = TreeBoostClassifier(**kw).fit(X, y)
+    counting = grower_module.TreeGrower.root_histograms
+    monkeypatch.setattr(grower_module.TreeGrower, "root_histograms",
+                        lambda self, *args, all_rows=False: counting(self, *args))
+    each = TreeBoostClassifier(**kw).fit(X, y)
+    for stage_kept, stage_each in zip(kept.booster_.trees, each.booster_.trees, strict=True):
+        assert len(stage_kept) == 4
+        for a, b in zip(stage_kept, stage_each, strict=True):
+            for name in ("feature", "threshold", "value", "count"):
+                assert_array_equal(getattr(a, name), getattr(b, name))

@@ -368,8 +368,8 @@ class Booster:
         quant_seeds = (rngs["quantize"].integers(0, 2**63, size=K, dtype=np.uint64)
                        if state.grower.quantized else np.zeros(K, dtype=np.uint64))
         # K trees on the same rows and features: their roots in one pass
-        root = state.grower.root_histograms(state.gradient, state.hessian, rows,
-                                            features) if fused else None
+        root = state.grower.root_histograms(state.gradient, state.hessian, rows, features,
+                                            all_rows=outside is None) if fused else None
         side_by_side = None
         if fused and K > 1 and state.grower.n_threads > 1:
             side_by_side = self._newton_trees_side_by_side(state, rows, features, outside,

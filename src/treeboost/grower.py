@@ -397,7 +397,8 @@ class TreeGrower:
             gradient, hessian, sample_indices, features, all_rows, rng=rng,
             quant_seed=quant_seed), None))
 
-    def root_histograms(self, gradient, hessian, sample_indices, features):
+    def root_histograms(self, gradient, hessian, sample_indices, features,
+                        all_rows=False):
         """The root histograms of every output of a stage, built in one pass.
 
         Parameters
@@ -408,6 +409,9 @@ class TreeGrower:
             The stage's rows, sorted.
         features : ndarray of shape (n_used,), dtype int32
             The stage's features.
+        all_rows : bool
+            Whether ``sample_indices`` is every row: the bins' row counts are then
+            counted once per fit (``_count_root_rows``), not at every stage.
 
         Returns
         -------
@@ -429,9 +433,15 @@ class TreeGrower:
                 np.empty((self._serial_limits[2], _MULTI_ROOT_BLOCK, 2 * n_outputs),
                          dtype=G_H_DTYPE))
         multi, counts, ordered = self._multi_root
+        if all_rows:  # the same rows every stage: the same counts
+            if self._tree is None:
+                self._build_records()
+            if self._scratch.root_counts.shape[0] == 0:
+                self._count_root_rows(sample_indices)
+            counts = self._scratch.root_counts
         build_root_histograms_multi(self.X_binned, sample_indices, gradient, hessian,
                                     features, self.n_bins_non_missing, MISSING_BIN, ordered,
-                                    multi, counts, self._serial_limits[2])
+                                    multi, counts, not all_rows, self._serial_limits[2])
         return multi, counts
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,

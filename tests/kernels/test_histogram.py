@@ -197,10 +197,12 @@ def test_independent_of_thread_count():
 @pytest.mark.parametrize("block", [7, 2048])  # rows gathered per block: several, or one
 # a pass per output below PER_OUTPUT_BELOW outputs, gathered vectors from it on
 @pytest.mark.parametrize("n_outputs", [2, PER_OUTPUT_BELOW - 1, PER_OUTPUT_BELOW, 11])
-def test_multi_output_root_equals_one_root_per_output(block, shares, n_outputs):
+@pytest.mark.parametrize("count_rows", [True, False])
+def test_multi_output_root_equals_one_root_per_output(block, shares, n_outputs, count_rows):
     """A stage's shared root gives each output the histogram of its own pass, bit for
     bit (same additions in the same order), over the used bins of the listed features,
-    whichever way it adds the outputs."""
+    whichever way it adds the outputs; with count_rows False it leaves the counts (the
+    grower's, counted once a fit) as they are."""
     rng = np.random.default_rng(4)
     n_samples, n_features = 600, 4
     X = rng.integers(0, 30, size=(n_features, n_samples)).astype(X_BINNED_DTYPE)
@@ -212,10 +214,10 @@ def test_multi_output_root_equals_one_root_per_output(block, shares, n_outputs):
     rows = np.sort(rng.choice(n_samples, 450, replace=False)).astype(INDEX_DTYPE)
     features = np.array([0, 2, 3], dtype=NODE_DTYPE)
     multi = np.full((n_features, N_BINS, 2 * n_outputs), np.nan)  # unused bins stay NaN
-    counts = np.full((n_features, N_BINS), np.nan)
+    counts = np.full((n_features, N_BINS), np.nan if count_rows else 7.0)
     build_root_histograms_multi(X, rows, gradient, hessian, features, n_bins, MISSING_BIN,
                                 np.empty((shares, block, 2 * n_outputs), G_H_DTYPE), multi,
-                                counts, shares)
+                                counts, count_rows, shares)
     for k in range(n_outputs):
         hist = np.zeros((n_features, N_BINS, 3), dtype=SUM_DTYPE)
         build_histograms_serial(X, rows, gradient[k], hessian[k], features,
@@ -225,7 +227,7 @@ def test_multi_output_root_equals_one_root_per_output(block, shares, n_outputs):
             used = np.r_[np.arange(n_bins[f]), MISSING_BIN]
             assert_array_equal(multi[f, used, 2 * k], hist[f, used, HIST_G])
             assert_array_equal(multi[f, used, 2 * k + 1], hist[f, used, HIST_H])
-            assert_array_equal(counts[f, used], hist[f, used, HIST_C])
+            assert_array_equal(counts[f, used], hist[f, used, HIST_C] if count_rows else 7.0)
     assert np.isnan(multi[1]).all()  # a feature not listed is not touched
     assert np.isnan(multi[2, 3:MISSING_BIN]).all()
 

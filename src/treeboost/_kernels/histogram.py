@@ -268,19 +268,21 @@ PER_OUTPUT_BELOW = 8
 
 
 @inline
-def _multi_pair(col0, col1, m0, m1, n0, n1, sample_indices, gradient, hessian, two):
+def _multi_pair(col0, col1, m0, m1, n0, n1, sample_indices, gradient, hessian, two,
+                count_rows):
     """Root histograms of every output for two features (``two`` False: the first only).
 
-    One pass for the counts, then one per output adding its (g, h): an output's
-    values are contiguous, and each pass adds two floats a row and feature, as a
-    single tree's root does.
+    One pass for the counts (unless ``count_rows`` is False), then one per output
+    adding its (g, h): an output's values are contiguous, and each pass adds two
+    floats a row and feature, as a single tree's root does.
     """
     n = sample_indices.shape[0]
-    for i in range(n):
-        j = sample_indices[i]
-        n0[col0[j]] += 1.0
-        if two:
-            n1[col1[j]] += 1.0
+    if count_rows:
+        for i in range(n):
+            j = sample_indices[i]
+            n0[col0[j]] += 1.0
+            if two:
+                n1[col1[j]] += 1.0
     for k in range(gradient.shape[0]):
         gk = gradient[k]
         hk = hessian[k]
@@ -302,7 +304,7 @@ def _multi_pair(col0, col1, m0, m1, n0, n1, sample_indices, gradient, hessian, t
 @parallel_kernel
 def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, features,
                                 n_bins_non_missing, missing_bin, ordered, multi, counts,
-                                n_threads):
+                                count_rows, n_threads):
     """Root histograms of every output of a stage, in one parallel region.
 
     All outputs' trees of a stage (softmax: one per class) start from the same
@@ -319,6 +321,7 @@ def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, fea
     # ordered: float32 (>= shares, block, 2 n_outputs), per thread  # scratch
     # multi: float64 (n_features, n_bins, 2 n_outputs), g0 h0 g1 h1 ..., used bins  # OUT
     # counts: float64 (n_features, n_bins), used bins            # OUT
+    # (count_rows False: counts already hold the rows' counts, left as they are)
     # n_threads: numba.get_num_threads(), at most ordered.shape[0]
     n_outputs = gradient.shape[0]
     width = 2 * n_outputs
@@ -335,15 +338,17 @@ def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, fea
             nb = n_bins_non_missing[f]
             multi[f, :nb] = 0.0
             multi[f, missing_bin] = 0.0
-            counts[f, :nb] = 0.0
-            counts[f, missing_bin] = 0.0
+            if count_rows:
+                counts[f, :nb] = 0.0
+                counts[f, missing_bin] = 0.0
         if n_outputs < PER_OUTPUT_BELOW:
             for kf in range(k0, k1, 2):
                 f0 = features[kf]
                 two = kf + 1 < k1
                 f1 = features[kf + 1] if two else f0
                 _multi_pair(X_binned[f0], X_binned[f1], multi[f0], multi[f1], counts[f0],
-                            counts[f1], sample_indices, gradient, hessian, two)
+                            counts[f1], sample_indices, gradient, hessian, two,
+                            count_rows)
         else:
             for start in range(0, n, block):
                 stop = min(start + block, n)
@@ -364,7 +369,8 @@ def build_root_histograms_multi(X_binned, sample_indices, gradient, hessian, fea
                         row = buffer[i - start]
                         for w in range(width):
                             dst[w] += row[w]
-                        count[b] += 1.0
+                        if count_rows:
+                            count[b] += 1.0
 
 
 @kernel
