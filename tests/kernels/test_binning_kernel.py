@@ -173,3 +173,29 @@ def test_categorical_edge_cases():
     assert list(X_binned[2]) == [254, MISSING_BIN]
     assert list(X_binned[3]) == [MISSING_BIN] * 2  # no category at all
     assert list(X_binned[4]) == [0, MISSING_BIN]  # a single category
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_samples", [7, 8, 9, 17, 4103])
+def test_eight_values_a_step_match_searchsorted(n_samples, dtype):
+    """map_to_bins' vector steps (simd.bins8, where the CPU has AVX-512; the loop
+    elsewhere): every count of edges from 1 to 9 and 255, rows past the last whole
+    step of a chunk, a strided X (a column slice), signed zeros against an edge at
+    0.0, and a categorical feature between numerical ones (its own loop)."""
+    rng = np.random.default_rng(n_samples)
+    counts = [1, 2, 3, 4, 5, 6, 7, 8, 9, 254, 12]
+    bin_edges, n_edges = make_edges(counts, seed=1)
+    bin_edges[2, :3] = [-1.0, 0.0, 1.0]
+    X = rng.uniform(-3.5, 3.5, size=(n_samples, 2 * len(counts)))[:, ::2]  # not C order
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[::3, 2] = 0.0
+    X[1::3, 2] = -0.0
+    X[:, 10] = rng.integers(0, 12, n_samples)  # categorical: categories 0..11
+    bin_edges[10, :12] = np.arange(12)
+    is_categorical = np.zeros(len(counts), dtype=np.uint8)
+    is_categorical[10] = 1
+    X = X.astype(dtype)
+    X_binned = np.empty((len(counts), n_samples), dtype=X_BINNED_DTYPE)
+    map_to_bins(X, bin_edges, n_edges, is_categorical, MISSING_BIN, X_binned)
+    assert_array_equal(X_binned, bin_matrix(X.astype(np.float64), bin_edges, n_edges,
+                                            is_categorical))
