@@ -211,3 +211,23 @@ def test_sixteen_rows_a_step_match_the_twin(n_node, split):
         expected, expected_left = partition(rows, X, feature, bin_threshold, missing_left)
         assert n_left == expected_left
         assert_array_equal(out, expected)
+
+
+def test_vector_steps_only_where_the_host_has_avx512(monkeypatch):
+    """The vector steps are on only for a host CPU with AVX-512 that Numba compiles for;
+    where LLVM cannot tell the CPU's features (it raises on some platforms), off."""
+    from treeboost._kernels import simd
+
+    monkeypatch.setattr(simd.config, "CPU_NAME", None)
+    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", lambda: {"avx512f": True})
+    assert simd._host_has_avx512()
+    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", lambda: {"avx2": True})
+    assert not simd._host_has_avx512()
+
+    def unknown():
+        raise RuntimeError("failed to get host cpu features")
+    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", unknown)
+    assert not simd._host_has_avx512()
+    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", lambda: {"avx512f": True})
+    monkeypatch.setattr(simd.config, "CPU_NAME", "generic")
+    assert not simd._host_has_avx512()

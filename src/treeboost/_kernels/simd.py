@@ -31,9 +31,19 @@ from numba import config, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+
+def _host_has_avx512():
+    """Whether the host CPU has AVX-512 (False where LLVM cannot tell: it raises on some
+    platforms) and Numba compiles for the host, not a generic CPU (NUMBA_CPU_NAME)."""
+    try:
+        features = llvm.get_host_cpu_features()
+    except RuntimeError:
+        return False
+    return bool(features.get("avx512f", False)) and config.CPU_NAME in (None, "host")
+
+
 #: whether the kernels take the rows 16 at a time (partition.partition_rows_serial)
-VECTOR_PARTITION = (bool(llvm.get_host_cpu_features().get("avx512f", False))
-                    and config.CPU_NAME in (None, "host"))  # not for a generic build
+VECTOR_PARTITION = _host_has_avx512()
 #: whether map_to_bins searches the bins of 8 values at a time
 VECTOR_BINS = VECTOR_PARTITION
 
