@@ -97,6 +97,26 @@ def test_same_model_for_any_n_jobs(fits, data, task):
     assert np.array_equal(getattr(est1, method)(X), parallel)
 
 
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                    reason="one Numba thread: n_jobs=2 would run serially")
+@pytest.mark.parametrize("task", ["regression", "binary"])
+def test_same_model_for_any_n_jobs_every_feature_at_every_node(data, task, tmp_path):
+    # without colsample_bynode every node may use every feature, and sibling nodes of
+    # 2,000 rows or more (x 10 features) search their splits side by side on two
+    # threads (_consider_pair): the trees must be those of one thread
+    X, targets = data
+    cls = TreeBoostRegressor if task == "regression" else TreeBoostClassifier
+    params = {**STOCHASTIC, "colsample_bynode": 1.0, "n_estimators": 3,
+              "max_leaf_nodes": 31}
+    docs = []
+    for n_jobs in (1, 2):
+        path = tmp_path / f"{n_jobs}.json"
+        cls(n_jobs=n_jobs, random_state=0, **params).fit(X, targets[task]).save_model(path)
+        docs.append(_model_document(path))
+    assert all(len(tree["left"]) > 30 for stage in docs[0]["trees"] for tree in stage)
+    _assert_same_document(*docs)
+
+
 @pytest.mark.parametrize("task", ["regression", "multiclass"])
 def test_random_state_changes_a_stochastic_model(fits, task):
     # if the seed did not reach row and column sampling, these would be equal

@@ -506,8 +506,8 @@ class TreeGrower:
         self._scratch = Scratch(
             np.empty(n_samples, dtype=INDEX_DTYPE), np.empty(n_samples, dtype=INDEX_DTYPE),
             np.empty(n_samples, dtype=G_H_DTYPE), np.empty(n_samples, dtype=G_H_DTYPE),
-            np.empty((self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE),
-            np.empty((self.n_features, BITSET_WORDS), dtype=np.uint32), hist_pool,
+            np.empty((2, self.n_features, N_SPLIT_COLUMNS), dtype=SUM_DTYPE),
+            np.empty((2, self.n_features, BITSET_WORDS), dtype=np.uint32), hist_pool,
             *_NO_ROOT_COUNTS)
         if self.quantized:
             # np.empty: only the used bins of the pool are written, and commit memory

@@ -6,6 +6,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from reference import best_split, histogram
 from treeboost._dtypes import G_H_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE, SUM_DTYPE
+from treeboost._kernels.grower import search_pair
 from treeboost._kernels.records import FeatureBins, SplitParams
 from treeboost._kernels.splitting import (
     BIN,
@@ -223,3 +224,40 @@ def test_only_listed_features_are_scanned():
     expected = twin(hist, nb, totals)[[7, 3]]
     assert out.shape == (2, N_SPLIT_COLUMNS)
     assert_same_choice(out, expected)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("features", [None, [1, 3, 7], [7]])
+@pytest.mark.parametrize("subtract", [-1, 0, 1])
+def test_sibling_searches_side_by_side(n_threads, features, subtract):
+    """Two siblings' searches on the threads (grower.search_pair) give each one's
+    find_best_splits, bit for bit, however the features are shared among the threads;
+    the larger child's histogram, its parent's less the smaller's, for the features
+    searched."""
+    (h0, nb, t0), (h1, _, t1) = random_node(seed=3), random_node(seed=4, n_samples=90)
+    children = [h0, h1]
+    pool = np.stack([np.zeros_like(h0), h1, h0])  # the nodes' histograms in slots 2 and 1
+    feats = (np.arange(h0.shape[0], dtype=NODE_DTYPE) if features is None
+             else np.asarray(features, dtype=NODE_DTYPE))
+    expected_pool = pool.copy()
+    if subtract >= 0:  # that node's slot holds the parent's histogram: both children's sum
+        parent = 2 if subtract == 0 else 1
+        pool[parent] = h0 + h1
+        expected_pool[parent] = pool[parent]
+        for f in feats:
+            expected_pool[parent, f] = pool[parent, f] - children[1 - subtract][f]
+        children[subtract] = expected_pool[parent]
+    sums = np.array([t0, t1], dtype=SUM_DTYPE)
+    feature_bins = FeatureBins(nb, np.zeros(h0.shape[0], dtype=np.uint8), MISSING_BIN)
+    split = SplitParams(0.5, 0.1, 5.0, 1e-3, 7.0, 3.0, 5, 2)
+    out = np.full((2, h0.shape[0] + 2, N_SPLIT_COLUMNS), np.nan, dtype=SUM_DTYPE)
+    bitsets = np.full((2, h0.shape[0] + 2, BITSET_WORDS), 7, dtype=np.uint32)
+    search_pair(pool, np.array([2, 1], dtype=np.int64), sums, subtract, feats, feature_bins,
+                split, out, bitsets, None, n_threads)
+    assert_array_equal(pool, expected_pool)
+    for node in range(2):
+        expected = run(children[node], nb, sums[node], features=feats, reg_lambda=0.5,
+                       reg_alpha=0.1, min_samples_leaf=5)
+        assert_array_equal(out[node, :feats.size], expected)
+        assert not bitsets[node, :feats.size].any()
+        assert np.isnan(out[node, feats.size:]).all()  # past the listed features: untouched

@@ -37,10 +37,10 @@ holds one; after a split the larger child takes over the parent's slot
 """
 
 import numpy as np
-from numba import types
+from numba import prange, types
 from numba.extending import overload
 
-from ._jit import inline, kernel
+from ._jit import inline, kernel, parallel_kernel
 from .histogram import (
     build_histograms,
     build_histograms_root,
@@ -686,6 +686,18 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         pending = False
         lc = state.left[node]
         rc = state.right[node]
+        # both children's split searches side by side on the threads, which the
+        # smaller child's histogram has just woken (rather than two serial scans):
+        # where every node may use every feature of the tree, without constraints
+        pair = (general is not None and sparse is None and constraints is None
+                and tree.n_threads > 1 and bynode.k[0] >= ALL_FEATURES
+                and min(count[lc], count[rc]) * features.shape[0]
+                >= tree.serial_histogram_updates
+                and _can_split(lc, depth, count, sum_h, max_depth, min_samples_leaf,
+                               min_child_weight)
+                and _can_split(rc, depth, count, sum_h, max_depth, min_samples_leaf,
+                               min_child_weight))
+        subtract = np.int64(-1)
         if sparse is None:
             small = lc if count[lc] <= count[rc] else rc
             large = rc if small == lc else lc
@@ -693,9 +705,12 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             nodes.slot[large] = nodes.slot[node]
             nodes.slot[node] = -1
             if quant is None:
-                _subtract_used_bins(hist_pool[nodes.slot[large]],
-                                    hist_pool[nodes.slot[small]], features,
-                                    n_bins_non_missing, missing_bin)
+                if pair:  # in the searches' parallel region, each thread its features
+                    subtract = large - lc
+                else:
+                    _subtract_used_bins(hist_pool[nodes.slot[large]],
+                                        hist_pool[nodes.slot[small]], features,
+                                        n_bins_non_missing, missing_bin)
             else:  # on the integers, then both children's sums for their split search
                 _subtract_packed(quant.pool[slot[large]], quant.pool[slot[small]], features,
                                  n_bins_non_missing, missing_bin)
@@ -703,9 +718,14 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                     _unpack(hist_pool[slot[child]], quant.pool[slot[child]], features,
                             n_bins_non_missing, missing_bin, quant.scales,
                             float(count[child]))
-        for child in range(lc, rc + 1):  # left, then right
-            _consider(child, nodes, features, feature_bins, tree, split, scratch, general,
-                      bynode, constraints)
+        if pair:
+            _consider_pair(lc, subtract, nodes, features, feature_bins, tree, split,
+                           scratch, general)
+        else:
+            for child in range(lc, rc + 1):  # left, then right
+                _consider(child, nodes, features, feature_bins, tree, split, scratch,
+                          general, bynode, constraints)
+        for child in range(lc, rc + 1):
             if candidate[child] == 0 or sparse is not None:
                 n_free = _release(child, slot, free_slots, n_free)
         n_free = _release(node, slot, free_slots, n_free)
@@ -784,8 +804,8 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
             return
     candidates = _node_features(node, features, bynode)
     n_used = candidates.shape[0]
-    out = scratch.split_out[:n_used]
-    bitsets = scratch.split_bitsets[:n_used]
+    out = scratch.split_out[0, :n_used]
+    bitsets = scratch.split_bitsets[0, :n_used]
     # two calls, not one with a variable that is None or a record: Numba would type
     # it Optional and compile the constrained gain into every tree's split search
     if constraints is None:
@@ -798,6 +818,64 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
                          out, bitsets, general,
                          NodeBounds(nodes.constrained.lower[node], nodes.constrained.upper[node],
                                     constraints.monotone))
+    _take_best(node, nodes, candidates, out, bitsets, tree)
+
+
+@kernel
+def _consider_pair(lc, subtract, nodes, features, feature_bins, tree, split, scratch,
+                   general):
+    """``_consider`` of children ``lc`` and ``lc + 1``, both splittable, every feature of
+    the tree a candidate, no constraints: their searches side by side on the threads
+    (``search_pair``; ``subtract``: its argument)."""
+    slots = np.empty(2, dtype=np.int64)
+    sums = np.empty((2, 3))
+    for c in range(2):
+        slots[c] = nodes.slot[lc + c]
+        sums[c, 0] = nodes.sum_g[lc + c]
+        sums[c, 1] = nodes.sum_h[lc + c]
+        sums[c, 2] = float(nodes.count[lc + c])
+    n_used = features.shape[0]
+    search_pair(scratch.hist_pool, slots, sums, subtract, features, feature_bins, split,
+                scratch.split_out, scratch.split_bitsets, general, tree.n_threads)
+    for c in range(2):
+        _take_best(lc + c, nodes, features, scratch.split_out[c, :n_used],
+                   scratch.split_bitsets[c, :n_used], tree)
+
+
+@parallel_kernel
+def search_pair(hist_pool, slots, sums, subtract, features, feature_bins, split, out,
+                out_bitset, general, n_threads):
+    """``find_best_splits`` of two sibling nodes at once, the features shared among the
+    threads, each thread searching its share of both nodes'; first, where ``subtract``
+    names one of the two, that node's histogram (its parent's) less the other's, each
+    thread over the features it then searches."""
+    # hist_pool: float64 (n_slots, n_features, n_bins, 3)  # IN (subtract: IN/OUT)
+    # slots: int64 (2,), the nodes' histograms in hist_pool  # IN
+    # sums: float64 (2, 3), each node's gradient sum, hessian sum and row count  # IN
+    # subtract: 0 or 1, the node whose histogram is its parent's still; -1 for none
+    # out: float64 (2, >= n_used, N_SPLIT_COLUMNS), out_bitset: uint32 (2, >= n_used,
+    # BITSET_WORDS), each node's find_best_splits results  # OUT
+    # n_threads: numba.get_num_threads() (read inside, it keeps a kernel out of the cache)
+    n_used = features.shape[0]
+    n_shares = max(1, min(n_threads, n_used))
+    for share in prange(n_shares):
+        k0 = share * n_used // n_shares
+        k1 = (share + 1) * n_used // n_shares
+        mine = features[k0:k1]
+        if subtract >= 0:
+            _subtract_used_bins(hist_pool[slots[subtract]], hist_pool[slots[1 - subtract]],
+                                mine, feature_bins.n_bins_non_missing,
+                                feature_bins.missing_bin)
+        for node in range(2):
+            find_best_splits(hist_pool[slots[node]], mine, feature_bins, sums[node, 0],
+                             sums[node, 1], sums[node, 2], split, out[node, k0:k1],
+                             out_bitset[node, k0:k1], general, None)
+
+
+@inline
+def _take_best(node, nodes, candidates, out, bitsets, tree):
+    """Mark ``node`` a candidate with its best split of ``out`` if the gain is worth it."""
+    n_used = candidates.shape[0]
     best = 0  # the first maximum: the lowest feature wins ties (np.argmax)
     for k in range(1, n_used):
         if out[k, GAIN] > out[best, GAIN]:

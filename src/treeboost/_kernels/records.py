@@ -32,8 +32,9 @@ TreeParams = namedtuple("TreeParams", [
 
 #: a grower's scratch buffers, reused tree after tree:
 #: left_buffer, right_buffer uint32 (>= n_rows,); ordered_gradient, ordered_hessian
-#: float32 (>= n_rows,); split_out float64 (n_features, N_SPLIT_COLUMNS);
-#: split_bitsets uint32 (n_features, BITSET_WORDS); hist_pool float64
+#: float32 (>= n_rows,); split_out float64 (2, n_features, N_SPLIT_COLUMNS) and
+#: split_bitsets uint32 (2, n_features, BITSET_WORDS), a node's split search results
+#: (two nodes' where siblings are searched side by side); hist_pool float64
 #: (max_leaf_nodes, n_features, n_bins, 3); root_gradient, root_counts float64
 #: (n_features, n_bins): a unit-hessian root's gradient sums, built each tree, and
 #: its row counts, counted once (the same rows every tree), or both (0, 0) where
