@@ -1,0 +1,120 @@
+"""How busy each library keeps the cores while it fits: process CPU time over wall time
+of warm fits, treeboost next to LightGBM and XGBoost on the peer benchmark's data.
+
+``../shared/bench/peers.py`` reports ``cpu_util`` over all of a library's fits, the
+first included; for treeboost the first fit is mostly Numba compiling the kernels on
+one thread (~30 s against a ~10 s fit), which pulls its figure down to ~1.3 cores
+whatever the fits do. Here every library fits once untimed, then ``--fits`` times
+measured, each library in a fresh process with the peers' data (``peers.ensure_dataset``)
+and their matched parameters (``peers.make_model``); the libraries alternate over
+``--rounds``.
+
+    python benchmarks/bench_cores.py --task regression --rows 500000 --features 20
+    python benchmarks/bench_cores.py --task binary --rows 1000000 --features 28 --iters 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_PEERS = HERE.parent.parent / "shared" / "bench" / "peers.py"
+LIBS = ("lightgbm", "xgboost", "treeboost")
+
+
+def load_peers(path: Path):
+    """The peer benchmark as a module (its data generator and matched parameters)."""
+    if not path.is_file():
+        sys.exit(f"bench_cores: no peer benchmark at {path} (--peers)")
+    spec = importlib.util.spec_from_file_location("peers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def child(a) -> None:
+    """Fit one library ``1 + a.fits`` times; print the timed fits' walls and CPU times."""
+    import numpy as np
+
+    peers = load_peers(Path(a.peers))
+    folder, _ = peers.ensure_dataset(a, Path(a.cache_dir))
+    X = np.load(folder / "X_train.npy")
+    y = np.load(folder / "y_train.npy")
+    spec = {"threads": a.threads, "seed": a.seed, "iters": a.iters, "lr": a.lr,
+            "leaves": a.leaves, "bins": a.bins, "min_leaf": a.min_leaf}
+    ctor, params, _ = peers.make_model(a.child, a.task, spec, a.classes)
+    walls, cpus = [], []
+    for k in range(1 + a.fits):
+        model = ctor(**params)
+        c0 = os.times()
+        t0 = time.perf_counter()
+        model.fit(X, y)
+        wall = time.perf_counter() - t0
+        c1 = os.times()
+        if k:  # the first fit compiles (treeboost) or warms caches: untimed
+            walls.append(wall)
+            cpus.append(c1.user + c1.system - c0.user - c0.system)
+        del model
+    print(json.dumps({"lib": a.child, "walls": walls, "cpus": cpus}))
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--task", choices=["binary", "regression", "multiclass"],
+                    default="regression")
+    ap.add_argument("--rows", type=int, default=500_000)
+    ap.add_argument("--features", type=int, default=20)
+    ap.add_argument("--classes", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=500)
+    ap.add_argument("--leaves", type=int, default=31)
+    ap.add_argument("--bins", type=int, default=255)
+    ap.add_argument("--min-leaf", type=int, default=20)
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--fits", type=int, default=2, help="timed fits per library and round")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--libs", default=",".join(LIBS))
+    ap.add_argument("--peers", default=str(DEFAULT_PEERS), help="path of peers.py")
+    ap.add_argument("--cache-dir", default=str(HERE / ".cache"),
+                    help="the peers' dataset cache (peers.py --cache-dir)")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        child(a)
+        return
+    libs = [lib.strip() for lib in a.libs.split(",") if lib.strip()]
+    unknown = sorted(set(libs) - set(LIBS))
+    if unknown:
+        sys.exit(f"bench_cores: --libs: unknown {', '.join(unknown)} (known: {', '.join(LIBS)})")
+    load_peers(Path(a.peers))  # fail here, once, if it is missing
+    args = [arg for arg in (argv if argv is not None else sys.argv[1:])]
+    results = {lib: {"walls": [], "cpus": []} for lib in libs}
+    for r in range(a.rounds):
+        for lib in (libs if r % 2 == 0 else libs[::-1]):
+            out = subprocess.run([sys.executable, __file__, *args, "--child", lib],
+                                 capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                sys.exit(f"bench_cores: {lib} failed:\n{out.stderr[-2000:]}")
+            line = json.loads(out.stdout.strip().splitlines()[-1])
+            results[lib]["walls"] += line["walls"]
+            results[lib]["cpus"] += line["cpus"]
+    print(f"{a.task} {a.rows:,} x {a.features}, {a.iters} trees, {a.threads} threads; "
+          f"{a.fits} warm fits x {a.rounds} rounds per library")
+    print(f"{'library':<10} {'fit s (median)':>15} {'cores busy':>11}")
+    for lib, res in results.items():
+        busy = sum(res["cpus"]) / sum(res["walls"])
+        print(f"{lib:<10} {statistics.median(res['walls']):>15.2f} {busy:>11.2f}")
+
+
+if __name__ == "__main__":
+    main()
