@@ -300,8 +300,9 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
     # bounds: records.NodeBounds of a node under monotone constraints, or None (compiled
     # out): children's values clipped to the node's bounds, splits against a feature's
     # direction invalid (module docstring)
-    # serial on purpose: a node's scan is a few thousand bins, far less work
-    # than waking a thread pool for it
+    # serial on purpose: a node's scan is a few thousand bins, less work than waking
+    # a thread pool for it; the grower searches large siblings side by side instead,
+    # each thread over a share of both nodes' features (grower.search_pair)
     n_bins_non_missing = feature_bins.n_bins_non_missing
     missing_bin = feature_bins.missing_bin
     reg_lambda = split.reg_lambda
