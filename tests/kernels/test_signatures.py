@@ -216,14 +216,15 @@ def compiled_signatures():
 
 # public kernels called only from other kernels: loaded from the kernel cache, their
 # callers do not compile them
-# (the node histogram kernels and the split search are the grower kernel's alone)
+# (the node histogram kernels and the split searches are the grower kernel's alone)
 CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
                        "splitting.find_best_splits", "histogram.build_histograms",
                        "histogram.build_histograms_serial", "sparse.build_histograms_sparse",
                        "histogram.build_histograms_root", "histogram.unit_hessians",
                        "partition.partition_rows",
                        "partition.partition_rows_serial", "splitting.clipped_value",
-                       "splitting.constrained_split_gain", "splitting.score_given_value"}
+                       "splitting.constrained_split_gain", "splitting.score_given_value",
+                       "grower.search_pair"}
 
 
 #: the records of optional concerns (records.py) whose presence makes a specialisation
