@@ -125,3 +125,21 @@ def test_random_state_changes_a_stochastic_model(fits, task):
     assert seed0["params"]["random_state"] != seed1["params"]["random_state"]
     assert seed0["trees"] != seed1["trees"]
     assert seed0["trees"][0] != seed1["trees"][0]  # from the first stage on
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                    reason="one Numba thread: n_jobs=2 would run serially")
+def test_same_model_for_any_n_jobs_raw_scores_on_every_thread(tmp_path):
+    # from 65,536 rows a tree's leaf values are added to the rows' raw scores on every
+    # thread (_kernels.booster.PARALLEL_SCORE_ROWS), which the next tree's gradients
+    # read: its trees must be those of one thread
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(70_000, 4))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.3 * rng.normal(size=X.shape[0])
+    docs = []
+    for n_jobs in (1, 2):
+        path = tmp_path / f"{n_jobs}.json"
+        TreeBoostRegressor(n_jobs=n_jobs, n_estimators=4, max_leaf_nodes=8,
+                           random_state=0).fit(X, y).save_model(path)
+        docs.append(_model_document(path))
+    _assert_same_document(*docs)

@@ -9,6 +9,7 @@ from reference import bitset_of, partition
 from treeboost._dtypes import INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, X_BINNED_DTYPE
 from treeboost._kernels.partition import (
     _CHUNK,
+    SCORE_BLOCK,
     add_leaf_values,
     partition_rows,
     partition_rows_serial,
@@ -171,23 +172,35 @@ def test_categorical_missing_rows_follow_bit_255(kernel):
     assert run_categorical(rows, X, 2, bitset_of([1, MISSING_BIN]), kernel, True)[1] == 0
 
 
-def test_add_leaf_values_matches_twin():
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_add_leaf_values_matches_twin(n_threads):
     rng = np.random.default_rng(0)
-    n = 3000
-    # rows grouped by leaf as the grower leaves them, leaf 2 empty, one row not in any leaf
-    sample_indices = rng.permutation(n)[: n - 1].astype(INDEX_DTYPE)
-    stops = np.array([700, 1500, 1500, n - 1], dtype=np.int64)
-    starts = np.array([0, 700, 1500, 1500], dtype=np.int64)
-    values = np.array([0.5, -1.25, 7.0, 2.0], dtype=SUM_DTYPE)
+    # over several of the kernel's row blocks, the last one partial
+    n = 2 * SCORE_BLOCK + 3000
+    # rows grouped by leaf as the grower leaves them, each leaf's rows ascending
+    # (the kernel bisects them), leaf 2 empty, one row not in any leaf
+    leaf_of = rng.choice([0, 1, 3, 4], size=n, p=[0.05, 0.55, 0.3, 0.1])
+    leaf_of[rng.integers(n)] = -1
+    sample_indices = np.concatenate([np.flatnonzero(leaf_of == j) for j in range(5)]
+                                    ).astype(INDEX_DTYPE)
+    sizes = np.array([np.count_nonzero(leaf_of == j) for j in range(5)])
+    stops = np.cumsum(sizes).astype(np.int64)
+    starts = stops - sizes
+    values = np.array([0.5, -1.25, 7.0, 2.0, -0.375], dtype=SUM_DTYPE)
     raw = rng.normal(size=n)
     before = raw.copy()
     expected = raw.copy()
     for v, a, b in zip(values, starts, stops, strict=True):
         expected[sample_indices[a:b]] += v
-    add_leaf_values(raw, sample_indices, starts, stops, values)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        add_leaf_values(raw, sample_indices, starts, stops, values)
+    finally:
+        numba.set_num_threads(previous)
     # each row gets exactly one addition, the same float64 operation on both sides
     assert_array_equal(raw, expected)
-    outside = np.setdiff1d(np.arange(n), sample_indices)
+    outside = np.flatnonzero(leaf_of < 0)
     assert outside.size == 1
     assert raw[outside[0]] == before[outside[0]]
 

@@ -17,10 +17,14 @@ import numpy as np
 
 from ._jit import inline, kernel
 from .grower import grow_tree
+from .partition import add_leaf_values
 from .predict import add_numerical_tree_binned, binned_leaf
-from .records import FeatureBins, SplitParams
+from .records import FeatureBins, SplitParams, TreeParams
 from .splitting import soft_threshold
 
+#: rows from which a tree's raw scores are added on every thread (a parallel
+#: region costs tens of microseconds to start)
+PARALLEL_SCORE_ROWS = 65536
 #: np.finfo(np.float64).max, whose Numba implementation cost ~0.7 s of compilation
 _FLOAT64_MAX = 1.7976931348623157e308
 
@@ -95,10 +99,31 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
         if left[j] >= 0 and node_categorical[j] == 0:
             threshold[j] = _raw_threshold(feature[j], bin_threshold[j], bin_edges, n_edges,
                                           last_edge)
-        if left[j] < 0:
-            v = value[j]
-            for i in range(start[j], stop[j]):
-                raw_score[sample_indices[i]] += v
+    # the rows' raw scores, through the partition: on every thread for many rows
+    # (serial, ~1 ns a row: on two threads, fits alternated in one process, took
+    # 0.975x the time for regression 500,000 x 20 and 0.969x for binary 1,000,000 x 28)
+    if (general is not None and TreeParams(*tree).n_threads > 1
+            and sample_indices.shape[0] >= PARALLEL_SCORE_ROWS):
+        n_leaves = 0
+        for j in range(n_nodes):
+            n_leaves += left[j] < 0
+        leaf_starts = np.empty(n_leaves, dtype=np.int64)
+        leaf_stops = np.empty(n_leaves, dtype=np.int64)
+        leaf_values = np.empty(n_leaves, dtype=np.float64)
+        k = 0
+        for j in range(n_nodes):
+            if left[j] < 0:
+                leaf_starts[k] = start[j]
+                leaf_stops[k] = stop[j]
+                leaf_values[k] = value[j]
+                k += 1
+        add_leaf_values(raw_score, sample_indices, leaf_starts, leaf_stops, leaf_values)
+    else:
+        for j in range(n_nodes):
+            if left[j] < 0:
+                v = value[j]
+                for i in range(start[j], stop[j]):
+                    raw_score[sample_indices[i]] += v
     # serial: a parallel region costs tens of microseconds to start, more than
     # the traversal of a small fit's few hundred out-of-sample rows
     categorical = False

@@ -138,14 +138,41 @@ def partition_rows(sample_indices, X_binned, feature, is_categorical, bin_thresh
     return total_left
 
 
+#: rows of the data per task of add_leaf_values
+SCORE_BLOCK = 65536
+
+
+@kernel
+def _first_at_least(a, lo, hi, value):
+    """The first position in sorted ``a[lo:hi]`` holding ``value`` or more (hi if none)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @parallel_kernel
 def add_leaf_values(raw_score, sample_indices, leaf_starts, leaf_stops, leaf_values):
     """raw_score[rows of leaf j] += leaf_values[j] for every leaf j."""
     # raw_score: float64 (n_samples,)               # IN/OUT
-    # sample_indices: uint32 (n_rows,)              # IN, grouped by leaf
+    # sample_indices: uint32 (n_rows,)              # IN, grouped by leaf, each
+    #                                                 leaf's rows ascending
     # leaf_starts, leaf_stops: int64 (n_leaves,)    # IN
     # leaf_values: float64 (n_leaves,)              # IN
-    for j in prange(leaf_values.shape[0]):
-        v = leaf_values[j]
-        for i in range(leaf_starts[j], leaf_stops[j]):
-            raw_score[sample_indices[i]] += v
+    # A task per block of the data's rows, adding each leaf's rows in the block
+    # (found by bisection, a leaf's rows being sorted): tasks over positions of
+    # the index array had two threads writing the same cache lines of raw_score,
+    # and a task per leaf left one thread with a late tree's one large leaf.
+    n_blocks = (raw_score.shape[0] + SCORE_BLOCK - 1) // SCORE_BLOCK
+    for c in prange(n_blocks):
+        lo = c * SCORE_BLOCK
+        hi = lo + SCORE_BLOCK
+        for j in range(leaf_values.shape[0]):
+            v = leaf_values[j]
+            a = _first_at_least(sample_indices, leaf_starts[j], leaf_stops[j], lo)
+            b = _first_at_least(sample_indices, a, leaf_stops[j], hi)
+            for i in range(a, b):
+                raw_score[sample_indices[i]] += v
