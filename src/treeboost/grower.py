@@ -56,19 +56,20 @@ from .constraints import constraints_record
 
 # Below these sizes a node is handled by the serial kernels: waking the thread
 # pool costs more than the work (and much more on a loaded machine). The partition:
-# the parallel kernel took 0.6x the serial one's time on two threads at
-# 200,000-400,000 rows, yet fits were no faster with it from 100,000 or 200,000
-# rows (regression 400,000 x 20: 1.01x, 1.00x; binary 800,000 x 28: 1.05x); since
-# the serial kernel takes 16 rows a step (simd.split16: 0.6-0.7 ns a row) the
-# parallel one saves at most a tenth of it at those sizes, so it is left to nodes
-# of millions of rows. Histograms go parallel from
+# the parallel kernel takes 0.6-0.75x the serial one's time on two threads from
+# 300,000 rows (0.9x at 100,000). Fits on two threads with it from 131,072 rows,
+# alternated in one process against never: regression 500,000 x 20 0.988x, binary
+# 1,000,000 x 28 0.974x (from 65,536: 0.98x, 1.01x; from 32,768: 0.99x, 1.03x).
+# Earlier runs, processes alternated, had found fits no faster with it from
+# 100,000-200,000 rows (1.00-1.05x); those comparisons were noisier than the paired
+# ones, and came before the raw scores were added on every thread. Histograms go parallel from
 # 20,000 row x feature updates (1,000 rows of 20 features, ~25 us of serial work):
 # against 200,000, fits on 2 threads took 0.94x the time (regression 400,000 x 20,
 # 300 trees), 0.84x (binary 800,000 x 28, quantised, 150 trees) and 0.97x
 # (multiclass 80,000 x 20, 200 stages), medians of runs alternated in one process.
 # Late in a fit most nodes are small, and the pool's threads, kept busy, also stay
 # awake between nodes instead of sleeping through runs of serial ones.
-_SERIAL_PARTITION_ROWS = 2**22
+_SERIAL_PARTITION_ROWS = 131_072
 _SERIAL_HISTOGRAM_UPDATES = 20_000
 _ALWAYS_SERIAL = np.iinfo(np.int64).max
 
