@@ -130,6 +130,36 @@ def test_softmax_hessian_closed_form(step):
     assert_allclose(h, factor * w * p * (1 - p), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_softmax_shift_is_numpys(n_threads):
+    # the row maximum subtracted on every thread must give NumPy's bits, and a row
+    # with a NaN score NaN throughout (np.max's NaN), over several blocks of rows
+    import numba
+
+    from treeboost._kernels.losses import _SOFTMAX_BLOCK, softmax_shift
+
+    rng = np.random.default_rng(4)
+    n = 2 * _SOFTMAX_BLOCK + 77
+    raw = rng.normal(0.0, 30.0, (4, n))
+    raw[2, 5] = np.nan
+    raw[0, 9] = np.nan
+    raw[1, 11] = np.inf
+    raw[3, 12] = -np.inf
+    raw[:, 13] = -np.inf
+    out = np.empty_like(raw)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        with np.errstate(invalid="ignore"):
+            softmax_shift(raw, out)
+            expected = raw - raw.max(axis=0)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(out, expected)  # NaN where NaN
+    assert np.isnan(out[:, 5]).all()
+    assert np.isnan(out[:, 9]).all()
+
+
 def test_huber_delta_is_alpha_quantile_of_abs_residuals():
     loss = get_loss("huber", alpha=0.8)
     rng = np.random.default_rng(2)
