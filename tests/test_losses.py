@@ -160,6 +160,26 @@ def test_softmax_shift_is_numpys(n_threads):
     assert np.isnan(out[:, 9]).all()
 
 
+def test_softmax_gradients_the_same_either_path(monkeypatch):
+    # many scores go through the parallel shift, few through NumPy: the same bits
+    import treeboost.losses.classification as classification
+
+    loss = get_loss("log_loss", n_classes=4)
+    rng = np.random.default_rng(5)
+    y = make_target(loss, 3000, rng)
+    raw = rng.normal(0.0, 5.0, (4, 3000))
+    w = rng.uniform(0.5, 2.0, 3000)
+    out = []
+    for limit in (0, 10**9):
+        monkeypatch.setattr(classification, "_PARALLEL_SHIFT_SCORES", limit)
+        g = np.empty((4, 3000), dtype=np.float32)
+        h = np.empty((4, 3000), dtype=np.float32)
+        loss.gradient_hessian(y, raw, w, g, h)
+        out.append((g, h))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
 def test_huber_delta_is_alpha_quantile_of_abs_residuals():
     loss = get_loss("huber", alpha=0.8)
     rng = np.random.default_rng(2)

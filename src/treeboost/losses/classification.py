@@ -8,6 +8,9 @@ from scipy.special import expit, log_softmax, logsumexp, softmax
 from .._kernels import losses as k
 from .base import Loss
 
+#: scores (rows x classes) from which softmax's row maxima are subtracted on every thread
+_PARALLEL_SHIFT_SCORES = 65_536
+
 
 def _check_labels(y, n_classes):
     if np.any((y < 0) | (y >= n_classes) | (y != np.floor(y))):
@@ -153,10 +156,15 @@ class SoftmaxLogLoss(Loss):
         """g_k = p_k - [y = k], h_k = factor p_k (1 - p_k)."""
         K = self.n_classes
         factor = K / (K - 1.0) if self.multiclass_step == "friedman" else 1.0
-        # shifted by the row maximum so that no exp overflows (on every thread); C
-        # order, one signature. NumPy's exp: a loop of scalar exp is ~10x slower
-        exp_raw = np.empty(raw.shape, dtype=np.float64)
-        k.softmax_shift(np.ascontiguousarray(raw, dtype=np.float64), exp_raw)
+        # shifted by the row maximum so that no exp overflows: on every thread for
+        # many scores, by NumPy for few (starting the threads would cost more; the
+        # same bits either way); C order, one signature. NumPy's exp: a loop of
+        # scalar exp is ~10x slower
+        if raw.size >= _PARALLEL_SHIFT_SCORES:
+            exp_raw = np.empty(raw.shape, dtype=np.float64)
+            k.softmax_shift(np.ascontiguousarray(raw, dtype=np.float64), exp_raw)
+        else:
+            exp_raw = np.subtract(raw, raw.max(axis=0), order="C")
         np.exp(exp_raw, out=exp_raw)
         k.grad_hess_softmax(y, exp_raw, sample_weight, gradient, hessian, factor)
 
