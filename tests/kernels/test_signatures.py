@@ -108,6 +108,9 @@ def exercise_estimators():
     # the same with per-node column sampling
     fit_predict(TreeBoostRegressor(n_estimators=2, max_leaf_nodes=4, subsample=0.9,
                                    colsample_bynode=0.9, random_state=0), X_big, X_big[:, 0])
+    # softmax with enough scores (rows x classes) for its parallel row maxima
+    fit_predict(TreeBoostClassifier(n_estimators=2, max_leaf_nodes=4, random_state=0), X_big,
+                np.digitize(X_big[:, 0], [-0.5, 0.5]))
     y_pos = np.exp(X[:, 0])
     for loss in REGRESSION_LOSSES:
         fit_predict(TreeBoostRegressor(loss=loss, **common), X_nan, y_pos)
