@@ -248,3 +248,15 @@ def bin_goes_left(b, is_categorical, bin_threshold, missing_left, missing_bin, b
     if b == missing_bin:
         return missing_left
     return b <= bin_threshold
+
+
+@inline
+def lower_bound(a, lo, hi, value):
+    """The first position in ascending ``a[lo:hi]`` holding ``value`` or more (hi if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

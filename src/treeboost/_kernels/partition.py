@@ -17,7 +17,7 @@ on the number of threads nor on the chunking.
 import numpy as np
 from numba import prange
 
-from ._jit import bin_goes_left, inline, kernel, parallel_kernel
+from ._jit import bin_goes_left, inline, kernel, lower_bound, parallel_kernel
 from .simd import VECTOR_PARTITION, WIDTH, split16
 
 _CHUNK = 16384  # rows per task
@@ -142,18 +142,6 @@ def partition_rows(sample_indices, X_binned, feature, is_categorical, bin_thresh
 SCORE_BLOCK = 65536
 
 
-@kernel
-def _first_at_least(a, lo, hi, value):
-    """The first position in sorted ``a[lo:hi]`` holding ``value`` or more (hi if none)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a[mid] < value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 @parallel_kernel
 def add_leaf_values(raw_score, sample_indices, leaf_starts, leaf_stops, leaf_values):
     """raw_score[rows of leaf j] += leaf_values[j] for every leaf j."""
@@ -172,7 +160,7 @@ def add_leaf_values(raw_score, sample_indices, leaf_starts, leaf_stops, leaf_val
         hi = lo + SCORE_BLOCK
         for j in range(leaf_values.shape[0]):
             v = leaf_values[j]
-            a = _first_at_least(sample_indices, leaf_starts[j], leaf_stops[j], lo)
-            b = _first_at_least(sample_indices, a, leaf_stops[j], hi)
+            a = lower_bound(sample_indices, leaf_starts[j], leaf_stops[j], lo)
+            b = lower_bound(sample_indices, a, leaf_stops[j], hi)
             for i in range(a, b):
                 raw_score[sample_indices[i]] += v

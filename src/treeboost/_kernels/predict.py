@@ -9,7 +9,7 @@ the result is the same whatever the number of threads.
 import numpy as np
 from numba import prange
 
-from ._jit import bin_goes_left, inline, kernel, parallel_kernel
+from ._jit import bin_goes_left, inline, kernel, lower_bound, parallel_kernel
 
 _BLOCK = 128  # rows per task
 
@@ -17,14 +17,7 @@ _BLOCK = 128  # rows per task
 @inline
 def _category_bin(edges, m, x, missing_bin):
     """Bin of a raw category value: its index among the training categories, or missing."""
-    lo = 0
-    hi = m
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if edges[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = lower_bound(edges, 0, m, x)
     if lo < m and edges[lo] == x:
         return lo
     return missing_bin

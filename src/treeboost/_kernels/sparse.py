@@ -13,7 +13,7 @@ zero bin is completed as the node's totals minus the stored bins.
 import numpy as np
 from numba import prange
 
-from ._jit import bin_goes_left, inline, parallel_kernel
+from ._jit import bin_goes_left, inline, lower_bound, parallel_kernel
 from .binning import _count_below
 from .predict import _category_bin
 
@@ -145,15 +145,9 @@ def build_histograms_sparse(col_ptr, rows, bins, zero_bin, n_bins_non_missing, m
 @inline
 def _find_sorted(keys, lo, hi, key):
     """Index of ``key`` in the ascending ``keys[lo:hi]``, or -1 when absent."""
-    stop = hi
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < stop and keys[lo] == key:
-        return lo
+    i = lower_bound(keys, lo, hi, key)
+    if i < hi and keys[i] == key:
+        return i
     return -1
 
 
