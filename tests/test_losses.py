@@ -8,6 +8,7 @@ search against its closed form on hand data, and a hypothesis property on
 the training loss over stages.
 """
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,9 @@ from numpy.testing import assert_allclose
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import softmax
 
+import treeboost.losses.classification as classification
 from treeboost import TreeBoostClassifier, TreeBoostRegressor
+from treeboost._kernels.losses import _SOFTMAX_BLOCK, softmax_shift
 from treeboost.binning import BinMapper
 from treeboost.booster import Booster, BoostingParams
 from treeboost.grower import GrowerParams
@@ -134,10 +137,6 @@ def test_softmax_hessian_closed_form(step):
 def test_softmax_shift_is_numpys(n_threads):
     # the row maximum subtracted on every thread must give NumPy's bits, and a row
     # with a NaN score NaN throughout (np.max's NaN), over several blocks of rows
-    import numba
-
-    from treeboost._kernels.losses import _SOFTMAX_BLOCK, softmax_shift
-
     rng = np.random.default_rng(4)
     n = 2 * _SOFTMAX_BLOCK + 77
     raw = rng.normal(0.0, 30.0, (4, n))
@@ -162,8 +161,6 @@ def test_softmax_shift_is_numpys(n_threads):
 
 def test_softmax_gradients_the_same_either_path(monkeypatch):
     # many scores go through the parallel shift, few through NumPy: the same bits
-    import treeboost.losses.classification as classification
-
     loss = get_loss("log_loss", n_classes=4)
     rng = np.random.default_rng(5)
     y = make_target(loss, 3000, rng)

@@ -179,6 +179,9 @@ class RowSampler:
     gradients and hessians are computed and before its trees are grown.
     """
 
+    #: every row, made on the first stage and handed to each (a fit's sampler is its own)
+    _every_row: np.ndarray | None = None
+
     def sample(self, m: int, gradient: np.ndarray, hessian: np.ndarray,
                sample_weight: np.ndarray, rngs: Mapping) -> StageRows:
         """The rows of stage ``m``; may scale ``gradient``/``hessian`` in place.
@@ -200,7 +203,7 @@ class RowSampler:
         """
         # every stage's rows are the same: made once (np.arange of 500,000 rows each
         # stage was ~1% of a two-thread regression fit, all on the main thread)
-        every = getattr(self, "_every_row", None)
+        every = self._every_row
         if every is None or every.size != sample_weight.size:
             every, _ = sample_rows(sample_weight.size, 1.0, None, return_outside=True)
             self._every_row = every
