@@ -11,6 +11,7 @@ splits) and accuracy on real data against the unquantised model and LightGBM.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,7 +19,7 @@ from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
 
 from treeboost import TreeBoostClassifier, TreeBoostRegressor
 from treeboost._dtypes import MISSING_BIN, N_BINS
-from treeboost._kernels.grower import _unpack
+from treeboost._kernels.grower import _exact_sums, _unpack, leaf_sums
 from treeboost._kernels.histogram import (
     build_histograms,
     build_histograms_root,
@@ -247,6 +248,64 @@ def test_same_model_for_one_and_two_threads(task):
         labels = (y > 0.5).astype(int) if task == "binary" else np.digitize(y, [0.0, 1.0])
         models = [TreeBoostClassifier(n_jobs=j, **common).fit(X, labels) for j in (1, 2)]
     _same_models(*models)
+
+
+def test_same_model_for_one_and_two_threads_on_rows_summed_in_parallel():
+    # from 131,072 rows (the parallel partition's threshold) the leaves' exact sums
+    # are added on every thread (leaf_sums)
+    X, y = _data(140_000, 4, seed=6)
+    common = {"n_estimators": 4, "max_leaf_nodes": 15, "use_quantized_grad": True,
+              "random_state": 0}
+    labels = (y > 0.5).astype(int)
+    _same_models(*[TreeBoostClassifier(n_jobs=j, **common).fit(X, labels) for j in (1, 2)])
+
+
+def _random_tree(n_rows, n_leaves, rng):
+    """A grower's node arrays: children numbered after their parent, each node's rows a
+    slice of its parent's; leaf 1 holds 60% of the rows, leaf 4 none, at the end."""
+    start, stop = [0, 0, 6 * n_rows // 10, 6 * n_rows // 10, n_rows], [n_rows] * 5
+    stop[1] = start[2]
+    left, right = [1, -1, 3, -1, -1], [2, -1, 4, -1, -1]
+    while len(left) < 2 * n_leaves - 1:
+        j = rng.choice([j for j in range(2, len(left))
+                        if left[j] < 0 and stop[j] - start[j] > 1])
+        cut = start[j] + rng.integers(1, stop[j] - start[j])
+        left[j], right[j] = len(left), len(left) + 1
+        start += [start[j], cut]
+        stop += [cut, stop[j]]
+        left += [-1, -1]
+        right += [-1, -1]
+    return (np.array(left, dtype=np.int32), np.array(right, dtype=np.int32),
+            np.array(start, dtype=np.int64), np.array(stop, dtype=np.int64))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_leaf_sums_on_every_thread_equal_the_serial_sums(n_threads, seed):
+    rng = np.random.default_rng(seed)
+    n_samples = 50_000
+    gradient = rng.normal(size=n_samples).astype(np.float32)
+    hessian = rng.random(n_samples).astype(np.float32)
+    rows = np.sort(rng.choice(n_samples, 40_000, replace=False)).astype(np.uint32)
+    left, right, start, stop = _random_tree(rows.size, 12, rng)
+    n_nodes = left.size
+    expected = [np.zeros(n_nodes, dtype=np.int64), np.zeros(n_nodes), np.zeros(n_nodes)]
+    _exact_sums(gradient, hessian, rows, n_nodes, left, right, start, stop, *expected, False)
+    # NaN: a leaf that no thread sums stays NaN
+    count = np.zeros(n_nodes, dtype=np.int64)
+    sum_g, sum_h = np.full(n_nodes, np.nan), np.full(n_nodes, np.nan)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        leaf_sums(gradient, hessian, rows, n_nodes, left, start, stop, sum_g, sum_h,
+                  numba.get_num_threads())
+    finally:
+        numba.set_num_threads(previous)
+    _exact_sums(gradient, hessian, rows, n_nodes, left, right, start, stop, count, sum_g,
+                sum_h, True)
+    # the same float additions in the same order: equal bits
+    for got, want in zip((count, sum_g, sum_h), expected, strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def _leaf_of(tree, X):

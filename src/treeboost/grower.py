@@ -731,7 +731,7 @@ def _sum_exactly(trees, gradients, hessians, sample_indices, reduce) -> None:
     for r, gr, he, idx in zip(trees, gradients, hessians, sample_indices, strict=True):
         s, n = r.state, r.nodes
         _exact_sums(gr, he, idx, s.counters[0], s.left, s.right, s.start, s.stop, n.count,
-                    n.sum_g, n.sum_h)
+                    n.sum_g, n.sum_h, False)
     n_nodes = int(trees[0].state.counters[0])
     for name in ("count", "sum_g", "sum_h"):
         reduce([getattr(r.nodes, name)[:n_nodes] for r in trees])

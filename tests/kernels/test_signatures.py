@@ -227,7 +227,7 @@ CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
                        "partition.partition_rows",
                        "partition.partition_rows_serial", "splitting.clipped_value",
                        "splitting.constrained_split_gain", "splitting.score_given_value",
-                       "grower.search_pair"}
+                       "grower.search_pair", "grower.leaf_sums"}
 
 
 #: the records of optional concerns (records.py) whose presence makes a specialisation

@@ -268,30 +268,62 @@ def _unpack(hist, packed, features, n_bins_non_missing, missing_bin, scales, cou
             hist[f, src, 2] = h * factor
 
 
+@inline
+def _rows_sums(gradient, hessian, sample_indices, a, b):
+    """The gradient and hessian sums of the rows at positions a to b - 1, in their order."""
+    g = 0.0
+    h = 0.0
+    for i in range(a, b):
+        r = sample_indices[i]
+        g += gradient[r]
+        h += hessian[r]
+    return g, h
+
+
 @kernel
 def _exact_sums(gradient, hessian, sample_indices, n_nodes, left, right, start, stop, count,
-                sum_g, sum_h):
+                sum_g, sum_h, leaves_summed):
     """Every node's gradient and hessian sums and row count, from the exact derivatives.
 
     Quantised gradients choose the splits only: the leaf values (and covers)
     are refit from the float gradients of each leaf's rows (LightGBM's
     ``quant_train_renew_leaf``); an inner node sums its children (their ids are
-    larger than its own).
+    larger than its own). ``leaves_summed``: the leaves' sums are there already
+    (``leaf_sums``), only the inner nodes' and the counts are left.
     """
     for j in range(n_nodes - 1, -1, -1):
         count[j] = stop[j] - start[j]
         if left[j] < 0:
-            g = 0.0
-            h = 0.0
-            for i in range(start[j], stop[j]):
-                r = sample_indices[i]
-                g += gradient[r]
-                h += hessian[r]
-            sum_g[j] = g
-            sum_h[j] = h
+            if not leaves_summed:
+                sum_g[j], sum_h[j] = _rows_sums(gradient, hessian, sample_indices, start[j],
+                                                stop[j])
         else:
             sum_g[j] = sum_g[left[j]] + sum_g[right[j]]
             sum_h[j] = sum_h[left[j]] + sum_h[right[j]]
+
+
+@parallel_kernel
+def leaf_sums(gradient, hessian, sample_indices, n_nodes, left, start, stop, sum_g, sum_h,
+              n_threads):
+    """``_exact_sums``' sums of the leaves, the leaves shared among the threads.
+
+    Each leaf's rows are added in their order by one thread, as ``_exact_sums``
+    adds them: the same sums. A thread takes the leaves whose middle row lies
+    in its share of the positions (the leaves tile the positions of
+    ``sample_indices``), so that the rows, not the leaves, are shared evenly.
+    """
+    # n_threads: numba.get_num_threads() (read inside, it keeps a kernel out of the cache)
+    n = sample_indices.shape[0]
+    n_shares = max(1, n_threads)
+    for t in prange(n_shares):
+        lo = t * n // n_shares
+        hi = (t + 1) * n // n_shares
+        for j in range(n_nodes):
+            # (an empty leaf at the end: its middle is n)
+            middle = min((start[j] + stop[j]) // 2, n - 1)
+            if left[j] < 0 and lo <= middle < hi:
+                sum_g[j], sum_h[j] = _rows_sums(gradient, hessian, sample_indices, start[j],
+                                                stop[j])
 
 
 @kernel
@@ -737,8 +769,14 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         counters[N_FREE] = n_free
         return _result(np.int64(-1), state, nodes)
     if quant is not None:
+        # every row of the tree read once more: on every thread where the partitions are
+        leaves_summed = (general is not None
+                         and sample_indices.shape[0] >= tree.serial_partition_rows)
+        if leaves_summed:
+            leaf_sums(gradient, hessian, sample_indices, counters[N_NODES], state.left,
+                      start, stop, sum_g, sum_h, tree.n_threads)
         _exact_sums(gradient, hessian, sample_indices, counters[N_NODES], state.left,
-                    state.right, start, stop, count, sum_g, sum_h)
+                    state.right, start, stop, count, sum_g, sum_h, leaves_summed)
     return _result(counters[N_NODES], state, nodes)
 
 
