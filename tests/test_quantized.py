@@ -250,6 +250,18 @@ def test_same_model_for_one_and_two_threads(task):
     _same_models(*models)
 
 
+def test_same_model_for_one_and_two_threads_where_estimated_counts_bind():
+    # the row counts of a quantised histogram's bins are estimated from its hessians
+    # (_unpack); min_samples_leaf then rejects splits by them, here in large nodes, whose
+    # children are searched side by side on two threads (search_pair, each thread
+    # unpacking its features with the count factors found before the subtraction)
+    X, y = _data(40_000, 6, seed=7)
+    common = {"n_estimators": 6, "use_quantized_grad": True, "min_samples_leaf": 2500,
+              "random_state": 0}
+    labels = (y > 0.5).astype(int)
+    _same_models(*[TreeBoostClassifier(n_jobs=j, **common).fit(X, labels) for j in (1, 2)])
+
+
 def test_same_model_for_one_and_two_threads_on_rows_summed_in_parallel():
     # from 131,072 rows (the parallel partition's threshold) the leaves' exact sums
     # are added on every thread (leaf_sums)

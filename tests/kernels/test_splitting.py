@@ -6,8 +6,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from reference import best_split, histogram
 from treeboost._dtypes import G_H_DTYPE, MISSING_BIN, N_BINS, NODE_DTYPE, SUM_DTYPE
-from treeboost._kernels.grower import search_pair
-from treeboost._kernels.records import FeatureBins, SplitParams
+from treeboost._kernels.grower import _subtract_packed, _unpack, search_pair
+from treeboost._kernels.records import FeatureBins, QuantizedGradients, SplitParams
 from treeboost._kernels.splitting import (
     BIN,
     BITSET_WORDS,
@@ -253,7 +253,7 @@ def test_sibling_searches_side_by_side(n_threads, features, subtract):
     out = np.full((2, h0.shape[0] + 2, N_SPLIT_COLUMNS), np.nan, dtype=SUM_DTYPE)
     bitsets = np.full((2, h0.shape[0] + 2, BITSET_WORDS), 7, dtype=np.uint32)
     search_pair(pool, np.array([2, 1], dtype=np.int64), sums, subtract, feats, feature_bins,
-                split, out, bitsets, None, n_threads)
+                split, out, bitsets, None, n_threads, None, np.zeros(2))
     assert_array_equal(pool, expected_pool)
     for node in range(2):
         expected = run(children[node], nb, sums[node], features=feats, reg_lambda=0.5,
@@ -261,3 +261,71 @@ def test_sibling_searches_side_by_side(n_threads, features, subtract):
         assert_array_equal(out[node, :feats.size], expected)
         assert not bitsets[node, :feats.size].any()
         assert np.isnan(out[node, feats.size:]).all()  # past the listed features: untouched
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("features", [None, [1, 3, 7]])
+@pytest.mark.parametrize("subtract", [-1, 0, 1])
+def test_quantised_sibling_searches_side_by_side(n_threads, features, subtract):
+    """Quantised (packed integer histograms): search_pair's subtraction of the packed
+    histograms and each thread's unpacking of its features give the float histograms
+    and the splits of the serial path (_subtract_packed, _unpack of both children, then
+    the searches), bit for bit."""
+    rng = np.random.default_rng(5)
+    nb = np.array([255, 2, 7, 40, 1, 3, 1, 120], dtype=NODE_DTYPE)
+    n_features = nb.size
+    feats = (np.arange(n_features, dtype=NODE_DTYPE) if features is None
+             else np.asarray(features, dtype=NODE_DTYPE))
+    # two children's packed (g << 32) + h sums of quantised levels, h >= 0
+    children = []
+    for n_rows in (500, 300):
+        packed = np.zeros((n_features, N_BINS), dtype=np.int64)
+        for f in range(n_features):
+            bins = np.where(rng.random(n_rows) < 0.15, MISSING_BIN, rng.integers(0, nb[f], n_rows))
+            g = rng.integers(-4, 5, n_rows) + (bins < nb[f] // 2)
+            h = rng.integers(0, 5, n_rows)
+            np.add.at(packed[f], bins, (g.astype(np.int64) << 32) + h)
+        children.append(packed)
+    packed_pool = np.zeros((3, n_features, N_BINS), dtype=np.int64)
+    packed_pool[2], packed_pool[1] = children  # nodes 0 and 1 in slots 2 and 1
+    if subtract >= 0:  # that node's slot holds the parent's: both children's sums
+        packed_pool[2 if subtract == 0 else 1] = children[0] + children[1]
+    slots = np.array([2, 1], dtype=np.int64)
+    counts = np.array([500.0, 300.0])
+    scales = np.array([0.37, 0.011])
+    feature_bins = FeatureBins(nb, np.zeros(n_features, dtype=np.uint8), MISSING_BIN)
+    split = SplitParams(0.5, 0.1, 5.0, 1e-3, 7.0, 3.0, 5, 2)
+    # the serial path: subtract, unpack over every feature, search without quant
+    serial_packed = packed_pool.copy()
+    serial_pool = np.zeros((3, n_features, N_BINS, 3), dtype=SUM_DTYPE)
+    all_features = np.arange(n_features, dtype=NODE_DTYPE)
+    if subtract >= 0:
+        _subtract_packed(serial_packed[slots[subtract]], serial_packed[slots[1 - subtract]],
+                         all_features, nb, MISSING_BIN)
+    factors = np.zeros(2)
+    for c in range(2):
+        _unpack(serial_pool[slots[c]], serial_packed[slots[c]], all_features, nb,
+                MISSING_BIN, scales, counts[c])
+        total = sum(int(serial_packed[slots[c], 0, b]) & 0xFFFFFFFF
+                    for b in [*range(nb[0]), MISSING_BIN])
+        factors[c] = counts[c] / total if total > 0 else 0.0
+    sums = np.array([[serial_pool[slots[c], 0, :, k].sum() for k in range(3)]
+                     for c in range(2)])
+    shape = (2, n_features + 2, N_SPLIT_COLUMNS)
+    expected = np.full(shape, np.nan, dtype=SUM_DTYPE)
+    bitsets = np.zeros((2, n_features + 2, BITSET_WORDS), dtype=np.uint32)
+    search_pair(serial_pool, slots, sums, -1, feats, feature_bins, split, expected, bitsets,
+                None, 1, None, np.zeros(2))
+    # side by side: the packed subtraction and the unpacking in the parallel region
+    pool = np.zeros_like(serial_pool)
+    quant = QuantizedGradients(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                               packed_pool, scales)
+    out = np.full(shape, np.nan, dtype=SUM_DTYPE)
+    search_pair(pool, slots, sums, subtract, feats, feature_bins, split, out, bitsets, None,
+                n_threads, quant, factors)
+    assert_array_equal(out, expected)
+    for c in range(2):
+        for f in feats:
+            assert_array_equal(packed_pool[slots[c], f], serial_packed[slots[c], f])
+            assert_array_equal(pool[slots[c], f], serial_pool[slots[c], f])
+    assert np.isfinite(out[:, :feats.size, GAIN]).any()

@@ -248,12 +248,24 @@ def _unpack(hist, packed, features, n_bins_non_missing, missing_bin, scales, cou
     and feature, and counts only bound ``min_samples_leaf`` inside the scan: the
     nodes' own row counts stay exact (their row slices).
     """
-    f0 = features[0]
+    total = _hessian_total(packed, features[0], n_bins_non_missing, missing_bin)
+    _unpack_features(hist, packed, features, n_bins_non_missing, missing_bin, scales,
+                     count / total if total > 0 else 0.0)
+
+
+@inline
+def _hessian_total(packed, f, n_bins_non_missing, missing_bin):
+    """The integer hessian sum of a packed histogram: over feature ``f``'s bins."""
     total = np.int64(0)
-    for b in range(n_bins_non_missing[f0]):
-        total += packed[f0, b] & 0xFFFFFFFF
-    total += packed[f0, missing_bin] & 0xFFFFFFFF
-    factor = count / total if total > 0 else 0.0
+    for b in range(n_bins_non_missing[f]):
+        total += packed[f, b] & 0xFFFFFFFF
+    return total + (packed[f, missing_bin] & 0xFFFFFFFF)
+
+
+@inline
+def _unpack_features(hist, packed, features, n_bins_non_missing, missing_bin, scales,
+                     factor):
+    """``_unpack`` over ``features``, the count estimated as hessian x ``factor``."""
     s_g = scales[0]
     s_h = scales[1]
     for k in range(features.shape[0]):
@@ -746,6 +758,8 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                     _subtract_used_bins(hist_pool[nodes.slot[large]],
                                         hist_pool[nodes.slot[small]], features,
                                         n_bins_non_missing, missing_bin)
+            elif pair:  # on the integers, then unpacked, in the searches' parallel region
+                subtract = large - lc
             else:  # on the integers, then both children's sums for their split search
                 _subtract_packed(quant.pool[slot[large]], quant.pool[slot[small]], features,
                                  n_bins_non_missing, missing_bin)
@@ -755,7 +769,7 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                             float(count[child]))
         if pair:
             _consider_pair(lc, subtract, nodes, features, feature_bins, tree, split,
-                           scratch, general)
+                           scratch, general, quant)
         else:
             for child in range(lc, rc + 1):  # left, then right
                 _consider(child, nodes, features, feature_bins, tree, split, scratch,
@@ -864,10 +878,10 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
 
 @kernel
 def _consider_pair(lc, subtract, nodes, features, feature_bins, tree, split, scratch,
-                   general):
+                   general, quant):
     """``_consider`` of children ``lc`` and ``lc + 1``, both splittable, every feature of
     the tree a candidate, no constraints: their searches side by side on the threads
-    (``search_pair``; ``subtract``: its argument)."""
+    (``search_pair``; ``subtract``, ``quant``: its arguments)."""
     slots = np.empty(2, dtype=np.int64)
     sums = np.empty((2, 3))
     for c in range(2):
@@ -875,9 +889,22 @@ def _consider_pair(lc, subtract, nodes, features, feature_bins, tree, split, scr
         sums[c, 0] = nodes.sum_g[lc + c]
         sums[c, 1] = nodes.sum_h[lc + c]
         sums[c, 2] = float(nodes.count[lc + c])
+    factors = np.zeros(2)
+    if quant is not None:  # _unpack's count factors, from the packed sums before the
+        # subtraction: a bin's hessian of the parent less that of the child
+        totals = np.empty(2, dtype=np.int64)
+        for c in range(2):
+            totals[c] = _hessian_total(quant.pool[slots[c]], features[0],
+                                       feature_bins.n_bins_non_missing,
+                                       feature_bins.missing_bin)
+        if subtract >= 0:
+            totals[subtract] -= totals[1 - subtract]
+        for c in range(2):
+            factors[c] = sums[c, 2] / totals[c] if totals[c] > 0 else 0.0
     n_used = features.shape[0]
     search_pair(scratch.hist_pool, slots, sums, subtract, features, feature_bins, split,
-                scratch.split_out, scratch.split_bitsets, general, tree.n_threads)
+                scratch.split_out, scratch.split_bitsets, general, tree.n_threads, quant,
+                factors)
     for c in range(2):
         _take_best(lc + c, nodes, features, scratch.split_out[c, :n_used],
                    scratch.split_bitsets[c, :n_used], tree)
@@ -885,14 +912,17 @@ def _consider_pair(lc, subtract, nodes, features, feature_bins, tree, split, scr
 
 @parallel_kernel
 def search_pair(hist_pool, slots, sums, subtract, features, feature_bins, split, out,
-                out_bitset, general, n_threads):
+                out_bitset, general, n_threads, quant, factors):
     """``find_best_splits`` of two sibling nodes at once, the features shared among the
     threads, each thread searching its share of both nodes'; first, where ``subtract``
     names one of the two, that node's histogram (its parent's) less the other's, each
-    thread over the features it then searches."""
+    thread over the features it then searches. Quantised (``quant``), the histograms
+    subtracted are the packed ones, and each thread then unpacks its features of
+    both (``_unpack``, with the count ``factors`` of the nodes)."""
     # hist_pool: float64 (n_slots, n_features, n_bins, 3)  # IN (subtract: IN/OUT)
     # slots: int64 (2,), the nodes' histograms in hist_pool  # IN
     # sums: float64 (2, 3), each node's gradient sum, hessian sum and row count  # IN
+    # quant: QuantizedGradients or None; factors: float64 (2,), the nodes' count factors
     # subtract: 0 or 1, the node whose histogram is its parent's still; -1 for none
     # out: float64 (2, >= n_used, N_SPLIT_COLUMNS), out_bitset: uint32 (2, >= n_used,
     # BITSET_WORDS), each node's find_best_splits results  # OUT
@@ -903,7 +933,16 @@ def search_pair(hist_pool, slots, sums, subtract, features, feature_bins, split,
         k0 = share * n_used // n_shares
         k1 = (share + 1) * n_used // n_shares
         mine = features[k0:k1]
-        if subtract >= 0:
+        if quant is not None:
+            if subtract >= 0:
+                _subtract_packed(quant.pool[slots[subtract]], quant.pool[slots[1 - subtract]],
+                                 mine, feature_bins.n_bins_non_missing,
+                                 feature_bins.missing_bin)
+            for node in range(2):
+                _unpack_features(hist_pool[slots[node]], quant.pool[slots[node]], mine,
+                                 feature_bins.n_bins_non_missing, feature_bins.missing_bin,
+                                 quant.scales, factors[node])
+        elif subtract >= 0:
             _subtract_used_bins(hist_pool[slots[subtract]], hist_pool[slots[1 - subtract]],
                                 mine, feature_bins.n_bins_non_missing,
                                 feature_bins.missing_bin)
