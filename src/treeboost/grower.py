@@ -33,6 +33,7 @@ from ._kernels.grower import (
 )
 from ._kernels.histogram import (
     all_ones,
+    all_ones_parallel,
     build_histograms_root,
     build_histograms_serial,
     build_root_histograms_multi,
@@ -483,7 +484,7 @@ class TreeGrower:
                                self._quant.packed, self._quant.scales,
                                np.uint64(self.row_offset), self.quant_maxima)
         if (sparse is None and self._quant is None and root is None and not resumed
-                and all_ones(hessian)):
+                and self._all_ones(hessian)):
             hessian = None
             if all_rows and self._scratch.root_counts.shape[0] == 0:
                 self._count_root_rows(sample_indices)
@@ -494,6 +495,14 @@ class TreeGrower:
                 _NO_ROOT if root is None else (root[0], root[1], int(output)),
                 self._general(sample_indices.shape[0], features.shape[0], all_rows),
                 sparse, self._bynode, self.constraints, self._quant)
+
+    def _all_ones(self, hessian: np.ndarray) -> bool:
+        """Whether every hessian is 1.0: checked on every thread for as many rows as
+        the partition's (the check reads every row of a unit-hessian fit's trees)."""
+        serial_partition_rows, _, n_threads = self._serial_limits
+        if hessian.shape[0] < serial_partition_rows or n_threads == 1:
+            return bool(all_ones(hessian))
+        return bool(all_ones_parallel(hessian, n_threads))
 
     def _build_records(self) -> None:
         p = self.params

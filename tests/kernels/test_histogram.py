@@ -21,6 +21,7 @@ from treeboost._dtypes import (
 from treeboost._kernels.histogram import (
     PER_OUTPUT_BELOW,
     all_ones,
+    all_ones_parallel,
     build_histograms,
     build_histograms_root,
     build_histograms_serial,
@@ -269,3 +270,16 @@ def test_all_ones():
         h = np.ones(5, dtype=G_H_DTYPE)
         h[i] = np.float32(1.0000001)
         assert not all_ones(h)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_all_ones_on_every_thread_equals_the_serial_check(n_threads):
+    n = 10_000
+    assert all_ones_parallel(np.ones(n, dtype=G_H_DTYPE), n_threads)
+    assert all_ones_parallel(np.ones(0, dtype=G_H_DTYPE), n_threads)
+    # one other value anywhere: at either end of any thread's share, or NaN
+    for at in [0, 1, n // 3 - 1, n // 3, n // 2 - 1, n // 2, n // 2 + 1, n - 1]:
+        for value in (0.0, 1.0 + 1e-7, np.nan):
+            h = np.ones(n, dtype=G_H_DTYPE)
+            h[at] = value
+            assert all_ones_parallel(h, n_threads) == all_ones(h) is False

@@ -108,6 +108,10 @@ def exercise_estimators():
     # the same with per-node column sampling
     fit_predict(TreeBoostRegressor(n_estimators=2, max_leaf_nodes=4, subsample=0.9,
                                    colsample_bynode=0.9, random_state=0), X_big, X_big[:, 0])
+    # enough rows for the unit-hessian check on every thread (all_ones_parallel)
+    X_tall = np.random.default_rng(2).normal(size=(140_000, 2))
+    fit_predict(TreeBoostRegressor(n_estimators=1, max_leaf_nodes=3, random_state=0), X_tall,
+                X_tall[:, 0])
     # softmax with enough scores (rows x classes) for its parallel row maxima
     fit_predict(TreeBoostClassifier(n_estimators=2, max_leaf_nodes=4, random_state=0), X_big,
                 np.digitize(X_big[:, 0], [-0.5, 0.5]))

@@ -25,6 +25,7 @@ the hessian column (``unit_hessians``): a sum of ones in float64 is the count
 exactly, so the histogram, and the model, are the same bits.
 """
 
+import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
@@ -401,3 +402,15 @@ def all_ones(a):
         if other:
             return False
     return True
+
+
+@parallel_kernel
+def all_ones_parallel(a, n_threads):
+    """``all_ones`` on every thread, each over its share of ``a``."""
+    # n_threads: numba.get_num_threads() (read inside, it keeps a kernel out of the cache)
+    n = a.shape[0]
+    n_shares = max(1, n_threads)
+    ones = np.zeros(n_shares, dtype=np.uint8)
+    for t in prange(n_shares):
+        ones[t] = all_ones(a[t * n // n_shares:(t + 1) * n // n_shares])
+    return ones.min() == 1
