@@ -751,15 +751,13 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             # the larger child's histogram is the parent's minus the smaller's
             nodes.slot[large] = nodes.slot[node]
             nodes.slot[node] = -1
-            if quant is None:
-                if pair:  # in the searches' parallel region, each thread its features
-                    subtract = large - lc
-                else:
-                    _subtract_used_bins(hist_pool[nodes.slot[large]],
-                                        hist_pool[nodes.slot[small]], features,
-                                        n_bins_non_missing, missing_bin)
-            elif pair:  # on the integers, then unpacked, in the searches' parallel region
+            if pair:  # in the searches' parallel region, each thread its features
+                # (quantised: on the integers, then both children unpacked)
                 subtract = large - lc
+            elif quant is None:
+                _subtract_used_bins(hist_pool[nodes.slot[large]],
+                                    hist_pool[nodes.slot[small]], features,
+                                    n_bins_non_missing, missing_bin)
             else:  # on the integers, then both children's sums for their split search
                 _subtract_packed(quant.pool[slot[large]], quant.pool[slot[small]], features,
                                  n_bins_non_missing, missing_bin)
