@@ -9,7 +9,14 @@ measured, each library in a fresh process with the peers' data (``peers.ensure_d
 and their matched parameters (``peers.make_model``); the libraries alternate over
 ``--rounds``.
 
+CPU time also counts a thread that spins in the OpenMP runtime waiting for work (LightGBM
+and XGBoost spin for a while after every parallel region; treeboost spins less, and its
+side-by-side trees wait asleep). ``--threads 1,2`` measures what the second core does
+instead: each library fits at both counts in turn, in one process, and the speed-up is
+its one-thread wall over its two-thread wall.
+
     python benchmarks/bench_cores.py --task regression --rows 500000 --features 20
+    python benchmarks/bench_cores.py --task multiclass --rows 100000 --threads 1,2
     python benchmarks/bench_cores.py --task binary --rows 1000000 --features 28 --iters 200
 """
 
@@ -41,29 +48,48 @@ def load_peers(path: Path):
 
 
 def child(a) -> None:
-    """Fit one library ``1 + a.fits`` times; print the timed fits' walls and CPU times."""
+    """Fit one library at each thread count once untimed, then ``a.fits`` times in turn.
+
+    Prints, per thread count, the timed fits' walls and CPU times.
+    """
     import numpy as np
 
     peers = load_peers(Path(a.peers))
     folder, _ = peers.ensure_dataset(a, Path(a.cache_dir))
     X = np.load(folder / "X_train.npy")
     y = np.load(folder / "y_train.npy")
-    spec = {"threads": a.threads, "seed": a.seed, "iters": a.iters, "lr": a.lr,
-            "leaves": a.leaves, "bins": a.bins, "min_leaf": a.min_leaf}
-    ctor, params, _ = peers.make_model(a.child, a.task, spec, a.classes)
-    walls, cpus = [], []
+    counts = thread_counts(a.threads)
+    results = {str(t): {"walls": [], "cpus": []} for t in counts}
     for k in range(1 + a.fits):
-        model = ctor(**params)
-        c0 = os.times()
-        t0 = time.perf_counter()
-        model.fit(X, y)
-        wall = time.perf_counter() - t0
-        c1 = os.times()
-        if k:  # the first fit compiles (treeboost) or warms caches: untimed
-            walls.append(wall)
-            cpus.append(c1.user + c1.system - c0.user - c0.system)
-        del model
-    print(json.dumps({"lib": a.child, "walls": walls, "cpus": cpus}))
+        # the thread counts alternate, so that a drift of the machine's speed falls
+        # on all of them alike
+        for t in (counts if k % 2 == 0 else counts[::-1]):
+            spec = {"threads": t, "seed": a.seed, "iters": a.iters, "lr": a.lr,
+                    "leaves": a.leaves, "bins": a.bins, "min_leaf": a.min_leaf}
+            ctor, params, _ = peers.make_model(a.child, a.task, spec, a.classes)
+            model = ctor(**params)
+            c0 = os.times()
+            t0 = time.perf_counter()
+            model.fit(X, y)
+            wall = time.perf_counter() - t0
+            c1 = os.times()
+            if k:  # the first fit compiles (treeboost) or warms caches: untimed
+                results[str(t)]["walls"].append(wall)
+                results[str(t)]["cpus"].append(c1.user + c1.system - c0.user - c0.system)
+            del model
+    print(json.dumps({"lib": a.child, "results": results}))
+
+
+def thread_counts(text: str) -> list[int]:
+    """``--threads``: one count or several, comma-separated, in the order given."""
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1 or len(set(counts)) != len(counts):
+        sys.exit(f"bench_cores: --threads {text!r}: want distinct counts >= 1, "
+                 "comma-separated (e.g. 2 or 1,2)")
+    return counts
 
 
 def main(argv=None) -> None:
@@ -78,7 +104,9 @@ def main(argv=None) -> None:
     ap.add_argument("--bins", type=int, default=255)
     ap.add_argument("--min-leaf", type=int, default=20)
     ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", default="2",
+                    help="thread count, or several comma-separated (1,2): then each "
+                         "library's speed-up over the first count is reported too")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--fits", type=int, default=2, help="timed fits per library and round")
@@ -98,7 +126,8 @@ def main(argv=None) -> None:
         sys.exit(f"bench_cores: --libs: unknown {', '.join(unknown)} (known: {', '.join(LIBS)})")
     load_peers(Path(a.peers))  # fail here, once, if it is missing
     args = [arg for arg in (argv if argv is not None else sys.argv[1:])]
-    results = {lib: {"walls": [], "cpus": []} for lib in libs}
+    counts = thread_counts(a.threads)
+    results = {lib: {str(t): {"walls": [], "cpus": []} for t in counts} for lib in libs}
     for r in range(a.rounds):
         for lib in (libs if r % 2 == 0 else libs[::-1]):
             out = subprocess.run([sys.executable, __file__, *args, "--child", lib],
@@ -106,14 +135,21 @@ def main(argv=None) -> None:
             if out.returncode != 0:
                 sys.exit(f"bench_cores: {lib} failed:\n{out.stderr[-2000:]}")
             line = json.loads(out.stdout.strip().splitlines()[-1])
-            results[lib]["walls"] += line["walls"]
-            results[lib]["cpus"] += line["cpus"]
-    print(f"{a.task} {a.rows:,} x {a.features}, {a.iters} trees, {a.threads} threads; "
-          f"{a.fits} warm fits x {a.rounds} rounds per library")
-    print(f"{'library':<10} {'fit s (median)':>15} {'cores busy':>11}")
-    for lib, res in results.items():
-        busy = sum(res["cpus"]) / sum(res["walls"])
-        print(f"{lib:<10} {statistics.median(res['walls']):>15.2f} {busy:>11.2f}")
+            for t, res in line["results"].items():
+                results[lib][t]["walls"] += res["walls"]
+                results[lib][t]["cpus"] += res["cpus"]
+    print(f"{a.task} {a.rows:,} x {a.features}, {a.iters} trees; "
+          f"{a.fits} warm fits x {a.rounds} rounds per library and thread count")
+    print(f"{'library':<10} {'threads':>7} {'fit s (median)':>15} {'cores busy':>11} "
+          f"{'speed-up':>9}")
+    for lib, by_count in results.items():
+        first = statistics.median(by_count[str(counts[0])]["walls"])
+        for t in counts:
+            res = by_count[str(t)]
+            wall = statistics.median(res["walls"])
+            busy = sum(res["cpus"]) / sum(res["walls"])
+            speed = f"{first / wall:>9.2f}" if len(counts) > 1 else ""
+            print(f"{lib:<10} {t:>7} {wall:>15.2f} {busy:>11.2f} {speed}")
 
 
 if __name__ == "__main__":
