@@ -1,19 +1,18 @@
-"""A multi-output stage's trees grown side by side, one thread each (Booster).
+"""A multi-output stage's trees grown side by side in one parallel region (Booster).
 
 The trees must be those grown one after the other: the serial twins of the
 grower add the same values in the same order, and the colsample_bynode seeds
-are drawn in output order first. No thread may outlive the fit.
+are drawn in output order first.
 """
-
-import threading
 
 import numba
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
+import treeboost.booster as booster_module
+import treeboost.grower as grower_module
 from treeboost import TreeBoostClassifier
-from treeboost.booster import Booster
 
 pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                 reason="one Numba thread: the trees are grown in turn")
@@ -48,31 +47,47 @@ def test_trees_side_by_side_equal_trees_in_turn(params):
     assert_array_equal(one.predict_proba(X), two.predict_proba(X))
 
 
-def test_no_tree_thread_outlives_the_fit():
-    X, y = _data(1, 800)
-    TreeBoostClassifier(n_estimators=3, n_jobs=2).fit(X, y)
-    assert not [t for t in threading.enumerate() if t.name.startswith("treeboost")]
+def _count_regions(monkeypatch):
+    """Calls of the side-by-side kernel, counted: which path grew the trees."""
+    calls = []
+    region = booster_module.grow_newton_trees
+
+    def counted(*args):
+        calls.append(args[1].shape[0])
+        return region(*args)
+
+    monkeypatch.setattr(booster_module, "grow_newton_trees", counted)
+    return calls
 
 
-def test_a_tree_threads_error_is_raised_and_no_more_trees_are_taken(monkeypatch):
-    """A tree that fails on one thread fails the fit with its own error; the other
-    threads take no further tree, and none outlives the fit."""
-    grown = []
-    original = Booster._newton_tree
+def _assert_same_trees(one, two):
+    for stage_one, stage_two in zip(one.booster_.trees, two.booster_.trees, strict=True):
+        for a, b in zip(stage_one, stage_two, strict=True):
+            for name in ("feature", "threshold", "left", "right", "value", "gain", "count",
+                         "cover", "cat_bitset"):
+                assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
-    def failing(self, state, k, *args, **kwargs):
-        if len(self.trees) == 1 and k == 1:  # stage 1, the second tree taken
-            raise RuntimeError("tree 1 failed")
-        grown.append((len(self.trees), k))
-        return original(self, state, k, *args, **kwargs)
 
-    monkeypatch.setattr(Booster, "_newton_tree", failing)
-    X, y = _data(2, 800)
-    with pytest.raises(RuntimeError, match="tree 1 failed"):
-        TreeBoostClassifier(n_estimators=4, n_jobs=2, max_leaf_nodes=7).fit(X, y)
-    assert sorted(k for m, k in grown if m == 0) == [0, 1, 2, 3, 4]  # stage 0 whole
-    assert all(m <= 1 for m, _ in grown)
-    # taken in turn: after the failure at most the tree already taken by the other
-    # thread is grown, so stage 1 never reaches its last trees
-    assert len([k for m, k in grown if m == 1]) <= 2
-    assert not [t for t in threading.enumerate() if t.name.startswith("treeboost")]
+def test_trees_building_their_own_roots_side_by_side(monkeypatch):
+    """Where the stage's roots are not shared (their buffers would pass the cap),
+    each tree builds its own root histogram in the region: the same trees."""
+    monkeypatch.setattr(grower_module, "_MULTI_ROOT_BYTES", 0)
+    X, y = _data(4, 2000)
+    kw = dict(n_estimators=6, max_leaf_nodes=15, random_state=5, categorical_features=[5])
+    one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
+    calls = _count_regions(monkeypatch)
+    two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
+    assert calls == [5] * 6  # a region per stage, of its five trees
+    _assert_same_trees(one, two)
+
+
+def test_quantised_trees_of_a_stage_are_grown_in_turn(monkeypatch):
+    """Quantised trees each round their own output's gradients first: grown in turn,
+    each on every thread, they are those of one thread."""
+    X, y = _data(5, 2000)
+    kw = dict(n_estimators=6, max_leaf_nodes=15, random_state=6, use_quantized_grad=True)
+    one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
+    calls = _count_regions(monkeypatch)
+    two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
+    assert calls == []
+    _assert_same_trees(one, two)

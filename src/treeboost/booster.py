@@ -13,8 +13,6 @@ whose hooks the one stage loop calls; it names no mode.
 from __future__ import annotations
 
 import math
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -22,10 +20,11 @@ import scipy.sparse as sp
 
 from . import params as _params
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
-from ._kernels.booster import grow_newton_tree, raw_thresholds
+from ._kernels.booster import grow_newton_tree, grow_newton_trees, raw_thresholds
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
+from ._kernels.splitting import BITSET_WORDS
 from .binning import BinMapper, SparseBinned, canonical_sparse
 from .callbacks import CallbackList
 from .constraints import clip_line_search_values, monotone_array
@@ -314,23 +313,20 @@ class Booster:
         if not isinstance(callbacks, CallbackList):
             callbacks = CallbackList(callbacks)
         callbacks.before_training(self)
-        try:
-            for m in range(len(self.trees), p.n_estimators):
-                self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m),
-                            trace)
-                raws = [state.scores(i) for i, *_ in data]
-                if collective is not None and data:
-                    raws = _gather_columns(collective, raws)
-                for (_i, name, y_i, w_i, groups_i), raw in zip(data, raws, strict=True):
-                    values = evaluate(metrics, y_i, raw, w_i, self.loss,
-                                      where=f" on {name} at stage {m + 1}",
-                                      group_offsets=groups_i)
-                    for metric, value in zip(metrics, values, strict=True):
-                        evals_log[name][metric.name].append(value)
-                if callbacks.after_iteration(m, evals_log):
-                    break
-        finally:
-            state.close()
+        for m in range(len(self.trees), p.n_estimators):
+            self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m),
+                        trace)
+            raws = [state.scores(i) for i, *_ in data]
+            if collective is not None and data:
+                raws = _gather_columns(collective, raws)
+            for (_i, name, y_i, w_i, groups_i), raw in zip(data, raws, strict=True):
+                values = evaluate(metrics, y_i, raw, w_i, self.loss,
+                                  where=f" on {name} at stage {m + 1}",
+                                  group_offsets=groups_i)
+                for metric, value in zip(metrics, values, strict=True):
+                    evals_log[name][metric.name].append(value)
+            if callbacks.after_iteration(m, evals_log):
+                break
         mode.end_training(self)
         callbacks.after_training(self)
         return evals_log
@@ -371,9 +367,11 @@ class Booster:
         root = state.grower.root_histograms(state.gradient, state.hessian, rows, features,
                                             all_rows=outside is None) if fused else None
         side_by_side = None
-        if fused and K > 1 and state.grower.n_threads > 1:
+        # quantised: each tree rounds its own output's gradients (kernel_arguments), so
+        # the trees are grown in turn, each on every thread
+        if fused and K > 1 and state.grower.n_threads > 1 and not state.grower.quantized:
             side_by_side = self._newton_trees_side_by_side(state, rows, features, outside,
-                                                           shrink, root, node_rng, quant_seeds)
+                                                           shrink, root, node_rng)
         for k in range(K):
             indices = rows.copy()
             if fused:
@@ -413,66 +411,62 @@ class Booster:
         self._packed.clear()
 
     def _newton_trees_side_by_side(self, state: _TrainingState, rows, features, outside,
-                                   shrink: float, root, node_rng, quant_seeds) -> list[Tree]:
-        """A multi-output stage's trees, grown at the same time on several threads.
+                                   shrink: float, root, node_rng) -> list[Tree]:
+        """A multi-output stage's trees, grown at the same time on the cores.
 
         Small nodes are where the cores wait: their histograms, partitions and
         split scans are serial, and a multiclass fit is mostly small nodes
         (100,000 x 20, 5 classes: 1.09x faster on two threads than on one).
-        The K trees of a stage are independent given the gradients, so each
-        thread takes the next tree that no thread has taken and grows it with a
-        serial twin of the grower (``TreeGrower.serial_twins``), whose sums equal
-        the parallel kernels': the trees are those ``_newton_tree`` grows one
-        after the other, whichever thread grows which. Taken in turn rather than
-        dealt out in advance, as the trees of one stage differ in cost (80,000 x
-        20, 5 classes: 4.4 to 9.4 ms), so a thread dealt two cheap ones would sit
-        idle. The ``colsample_bynode`` seeds are drawn first, in output order, as
-        ``_newton_tree`` draws them.
+        The K trees of a stage are independent given the gradients, so one
+        parallel region grows them (``grow_newton_trees``): each thread takes
+        the next tree no thread has taken and grows it with a serial twin of
+        the grower (``TreeGrower.serial_twins``), whose sums equal the parallel
+        kernels': the trees are those ``_newton_tree`` grows one after the
+        other, whichever thread grows which. Taken in turn rather than dealt
+        out in advance, as the trees of one stage differ in cost (80,000 x 20,
+        5 classes: 4.4 to 9.4 ms). In one region rather than on Python threads:
+        the threads then wait for the next region as the OpenMP runtime's do,
+        and no tree thread competes for a core with an OpenMP thread still
+        spinning after the stage's root histograms. The ``colsample_bynode``
+        seeds are drawn first, in output order, as ``_newton_tree`` draws them.
         """
         K = self.n_outputs
-        seeds = [None] * K
+        seeds = np.zeros(K, dtype=np.uint64)
         if node_rng is not None:
-            seeds = [node_rng.integers(0, 2**63, dtype=np.uint64) for _ in range(K)]
-        n_workers = min(K, state.grower.n_threads)
-        growers = state.grower.serial_twins(n_workers)
-        trees: list = [None] * K
-        lock = threading.Lock()
-        taken = [0]  # the number of trees taken, in output order
-        failed = threading.Event()
-
-        def work(w):
-            while not failed.is_set():
-                with lock:
-                    k = taken[0]
-                    taken[0] += 1
-                if k >= K:
-                    return
-                try:
-                    trees[k] = self._newton_tree(state, k, rows.copy(), features, outside,
-                                                 shrink, root, None, int(quant_seeds[k]),
-                                                 growers[w], seeds[k])
-                except BaseException:
-                    failed.set()  # the others take no more trees; the error is raised
-                    raise
-
-        pool = state.tree_pool(n_workers)
-        for done in [pool.submit(work, w) for w in range(n_workers)]:
-            done.result()  # a worker's exception is raised here
+            for k in range(K):
+                seeds[k] = node_rng.integers(0, 2**63, dtype=np.uint64)
+        grower = state.grower
+        args = grower.side_by_side_arguments(state.gradient, state.hessian, rows, features,
+                                             outside is None, root,
+                                             min(K, grower.n_threads))
+        out = _stage_tree_buffers(K, 2 * grower.leaf_capacity() - 1)
+        mds = self.max_delta_step
+        bm = self.bin_mapper
+        grow_newton_trees(*args, seeds, np.inf if mds is None else float(mds), float(shrink),
+                          bm.bin_edges_, bm.n_edges_, _NO_ROWS if outside is None else outside,
+                          state.raw, np.zeros(1, dtype=np.int64), out)
+        trees = []
+        for k in range(K):
+            n = int(out[0][k])
+            trees.append(Tree(feature=out[1][k, :n], threshold=out[2][k, :n],
+                              bin_threshold=out[3][k, :n], missing_left=out[4][k, :n],
+                              is_categorical=out[5][k, :n], cat_bitset=out[6][k, :n],
+                              left=out[7][k, :n], right=out[8][k, :n], value=out[9][k, :n],
+                              gain=out[10][k, :n], count=out[11][k, :n],
+                              cover=out[12][k, :n]))
         return trees
 
     def _newton_tree(self, state: _TrainingState, k: int, indices, features, outside,
-                     shrink: float, root, node_rng, quant_seed: int = 0, grower=None,
-                     bynode_seed=None) -> Tree:
+                     shrink: float, root, node_rng, quant_seed: int = 0) -> Tree:
         """Grow output k's tree, set its Newton values and add it to the raw scores.
 
         ``root`` is the stage's shared root histograms (``TreeGrower.root_histograms``)
         or None; ``node_rng`` draws the tree's ``colsample_bynode`` seed and
         ``quant_seed`` is its seed of stochastic rounding (``use_quantized_grad``).
         """
-        grower = state.grower if grower is None else grower
-        grow_args = grower.kernel_arguments(state.gradient[k], state.hessian[k], indices,
-                                            features, outside is None, root, k, node_rng,
-                                            quant_seed, bynode_seed)
+        grow_args = state.grower.kernel_arguments(state.gradient[k], state.hessian[k],
+                                                  indices, features, outside is None, root,
+                                                  k, node_rng, quant_seed)
         mds = self.max_delta_step
         bm = self.bin_mapper
         (n, feature, threshold, bin_threshold, missing_left, is_categorical, cat_bitset, left,
@@ -764,23 +758,6 @@ class _TrainingState:
             # and values: every member must leave out the same features
             local = splittable_features(X_binned, bm.n_bins_non_missing_).astype(np.int64)
             self.grower.set_splittable(collective.allreduce_sum(local) > 0)
-        self._tree_pool = None
-
-    def tree_pool(self, n_workers: int) -> ThreadPoolExecutor:
-        """Threads that grow a stage's trees side by side, made once per fit.
-
-        The kernels release the GIL. The threads end with the fit (``close``), or
-        when the pool is collected.
-        """
-        if self._tree_pool is None:
-            self._tree_pool = ThreadPoolExecutor(n_workers, thread_name_prefix="treeboost")
-        return self._tree_pool
-
-    def close(self) -> None:
-        """End the tree threads, if any were started."""
-        if self._tree_pool is not None:
-            self._tree_pool.shutdown()
-            self._tree_pool = None
 
     def gradients(self, loss: Loss, raw: np.ndarray, rngs=None):
         """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context.
@@ -864,6 +841,18 @@ def _trace_record(m, k, raw_k, residual, hessian, state, grown, indices, gamma, 
 
 
 _NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
+
+
+def _stage_tree_buffers(n_outputs: int, capacity: int) -> tuple:
+    """``grow_newton_trees``' ``out``: each output's node count, then its node arrays."""
+    shape = (n_outputs, capacity)
+    return (np.zeros(n_outputs, dtype=np.int64), np.empty(shape, dtype=np.int32),
+            np.empty(shape, dtype=np.float64), np.empty(shape, dtype=np.int32),
+            np.empty(shape, dtype=np.uint8), np.empty(shape, dtype=np.uint8),
+            np.empty(shape + (BITSET_WORDS,), dtype=np.uint32),
+            np.empty(shape, dtype=np.int32), np.empty(shape, dtype=np.int32),
+            np.empty(shape, dtype=np.float64), np.empty(shape, dtype=np.float64),
+            np.empty(shape, dtype=np.int64), np.empty(shape, dtype=np.float64))
 #: the largest |raw score| a log-link model may reach: exp(709.78) is float64's maximum
 _LOG_RAW_LIMIT = 700.0
 #: the largest |raw score| of the other links

@@ -100,6 +100,16 @@ _NO_ROOT = tuple(RootHistograms(np.zeros((1, 1, 2), dtype=SUM_DTYPE),
                                 np.zeros((1, 1), dtype=SUM_DTYPE), -1))
 
 
+def _kernel_list(items: list):
+    """``items`` as a Numba typed list (a plain list when the kernels run as Python)."""
+    if numba.config.DISABLE_JIT:
+        return list(items)
+    typed = numba.typed.List()
+    for item in items:
+        typed.append(item)
+    return typed
+
+
 @dataclass
 class GrowerParams:
     """Tree-size and regularisation parameters of the grower (SPEC §1.4)."""
@@ -290,6 +300,7 @@ class TreeGrower:
         # the grower lives inside one fit, whose thread count does not change
         self._serial_limits = _serial_limits()
         self._serial_twins: list[TreeGrower] = []  # serial_twins
+        self._twin_records = None  # side_by_side_arguments' per-worker records
         self._sparse = None
         if self.sparse:
             bins, zero_bin = X_binned.bins, X_binned.zero_bin
@@ -351,6 +362,44 @@ class TreeGrower:
             twin._splittable = self._splittable
             self._serial_twins.append(twin)
         return self._serial_twins[:n]
+
+    def side_by_side_arguments(self, gradient, hessian, sample_indices, features, all_rows,
+                               root, n_workers: int) -> tuple:
+        """``_kernels.booster.grow_newton_trees``' arguments up to ``constraints``.
+
+        One tree per output of ``gradient`` (shape (n_outputs, n_samples)), grown
+        on ``n_workers`` threads, each with its own serial twin
+        (``serial_twins``); ``root`` as for ``kernel_arguments``. Dense data,
+        float histograms: quantised trees each round their own output's
+        gradients first, and are grown in turn. Each tree gets its own copy of
+        ``sample_indices``, which its growth reorders.
+        """
+        if self.sparse or self.quantized:
+            raise ValueError("trees side by side need dense data and float histograms")
+        twins = self.serial_twins(n_workers)
+        for twin in twins:
+            if twin._tree is None:
+                twin._build_records()
+            twin._bynode.k[0] = self._bynode_k(features)
+        if self._twin_records is None or len(self._twin_records[0]) != n_workers:
+            # typed lists: one compiled kernel whatever the number of workers
+            self._twin_records = (_kernel_list([t._record_tuples[3] for t in twins]),
+                                  _kernel_list([t._bynode for t in twins]))
+        scratches, bynodes = self._twin_records
+        first = twins[0]
+        indices = np.empty((gradient.shape[0], sample_indices.shape[0]), dtype=INDEX_DTYPE)
+        indices[:] = sample_indices
+        multi, counts = _NO_ROOT[:2] if root is None else root
+        return (self.X_binned, gradient, hessian, indices, features, bool(all_rows),
+                *first._record_tuples[:3], scratches, multi, counts,
+                first._general(sample_indices.shape[0], features.shape[0], all_rows),
+                bynodes, first.constraints)
+
+    def _bynode_k(self, features: np.ndarray) -> int:
+        """Features a node draws with ``colsample_bynode`` (ALL_FEATURES without it)."""
+        if self.params.colsample_bynode >= 1.0:
+            return ALL_FEATURES
+        return max(1, int(round(self.params.colsample_bynode * features.size)))
 
     def set_splittable(self, mask: np.ndarray) -> None:
         """Which features can split, as decided elsewhere (a training group's union)."""
@@ -448,15 +497,15 @@ class TreeGrower:
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
                          all_rows, root=None, output=-1, rng=None, quant_seed=0,
-                         bynode_seed=None, resumed=False) -> tuple:
+                         resumed=False) -> tuple:
         """The arguments of ``_kernels.grower.grow_tree`` for one tree, but ``resume``.
 
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
         this tree's index in it; by default the tree builds its own root histogram.
-        ``rng`` draws the tree's seed of ``colsample_bynode`` (``bynode_seed``: drawn
-        already); ``quant_seed`` (an int in [0, 2**64)) is the tree's seed of
-        stochastic rounding (``use_quantized_grad``). ``resumed``: for a growth
-        step by step (``grow_data_parallel``).
+        ``rng`` draws the tree's seed of ``colsample_bynode``; ``quant_seed`` (an int
+        in [0, 2**64)) is the tree's seed of stochastic rounding
+        (``use_quantized_grad``). ``resumed``: for a growth step by step
+        (``grow_data_parallel``).
 
         Where every hessian is 1.0 (squared error and the other losses whose
         hessian is the row weight, unweighted), on dense data with float
@@ -473,10 +522,8 @@ class TreeGrower:
             sparse.root_sums[0] = g.sum(dtype=SUM_DTYPE)
             sparse.root_sums[1] = h.sum(dtype=SUM_DTYPE)
         if self.params.colsample_bynode < 1.0:
-            self._bynode.seed[0] = (rng.integers(0, 2**63, dtype=np.uint64)
-                                    if bynode_seed is None else bynode_seed)
-            self._bynode.k[0] = max(1, int(round(self.params.colsample_bynode
-                                                 * features.size)))
+            self._bynode.seed[0] = rng.integers(0, 2**63, dtype=np.uint64)
+            self._bynode.k[0] = self._bynode_k(features)
         if self._quant is not None:
             p = self.params
             quantize_gradients(gradient, hessian, int(p.num_grad_quant_bins),

@@ -22,7 +22,7 @@ import stat
 import tempfile
 import warnings
 
-from numba import config, njit
+from numba import config, njit, types
 from numba.core.caching import (
     CompileResultCacheImpl,
     FunctionCache,
@@ -31,6 +31,7 @@ from numba.core.caching import (
     _SourceFileBackedLocatorMixin,
 )
 from numba.core.dispatcher import Dispatcher
+from numba.extending import intrinsic
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -260,3 +261,32 @@ def lower_bound(a, lo, hi, value):
         else:
             hi = mid
     return lo
+
+
+def _fetch_add_python(counter):
+    """``fetch_add`` as plain Python (``NUMBA_DISABLE_JIT=1``: prange runs serially)."""
+    taken = counter[0]
+    counter[0] += 1
+    return taken
+
+
+if config.DISABLE_JIT:
+    fetch_add = _fetch_add_python
+else:
+    @intrinsic
+    def fetch_add(typingctx, counter):
+        """``counter[0] += 1`` as one atomic step; return the value before it.
+
+        ``counter``: an int64 array. The threads of a parallel region take work
+        from a shared queue with it: each call hands out a distinct number, in
+        whatever order the threads come.
+        """
+        if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+            return None  # Numba then reports no matching signature
+
+        def codegen(context, builder, signature, args):
+            array = context.make_array(signature.args[0])(context, builder, args[0])
+            one = context.get_constant(types.int64, 1)
+            return builder.atomic_rmw("add", array.data, one, "seq_cst")
+
+        return types.int64(counter), codegen

@@ -14,8 +14,9 @@ itself on small data, tens of thousands of times a fit.
 """
 
 import numpy as np
+from numba import prange
 
-from ._jit import inline, kernel
+from ._jit import fetch_add, inline, kernel, parallel_kernel
 from .grower import grow_tree
 from .partition import add_leaf_values
 from .predict import add_numerical_tree_binned, binned_leaf
@@ -143,3 +144,70 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
                                   right, value, missing_bin, raw_score)
     return (n_nodes, feature, threshold, bin_threshold, missing_left, node_categorical,
             cat_bitset, left, right, value, gain, count, sum_h)
+
+
+@parallel_kernel
+def grow_newton_trees(X_binned, gradient, hessian, indices, features, all_rows, feature_bins,
+                      tree, split, scratches, root_multi, root_counts, general, bynodes,
+                      constraints, bynode_seeds, max_delta_step, shrinkage, bin_edges, n_edges,
+                      outside, raw_score, taken, out):
+    """A multi-output stage's trees side by side: ``grow_newton_tree`` for each output.
+
+    One task per worker (``scratches``: each worker's serial grower buffers); a
+    worker takes the next output no worker has taken (``taken``, a shared count),
+    grows its tree, and takes another until none is left. The trees of a stage
+    differ in cost, so outputs are not dealt out in advance. A tree is the one
+    ``grow_newton_tree`` grows alone: its own rows, its own output's gradients,
+    root histogram and raw scores, and serial kernels whose sums equal the
+    parallel ones'.
+    """
+    # gradient, hessian: float32 (n_outputs, n_samples)               # IN
+    # indices: uint32 (n_outputs, n_rows), each row the stage's rows   # IN/OUT, by leaf
+    # scratches, bynodes: one Scratch tuple and one NodeColumns per worker
+    # bynode_seeds: uint64 (n_outputs,), each tree's colsample_bynode seed
+    # root_multi, root_counts: the stage's shared roots (TreeGrower.root_histograms), or
+    # the unused placeholder with every tree building its own root (root_multi's last
+    # axis shorter than 2 n_outputs)
+    # raw_score: float64 (n_outputs, n_samples)                        # IN/OUT
+    # taken: int64 (1,), 0 on entry                                    # scratch
+    # out: n_nodes int64 (n_outputs,), then (n_outputs, capacity) arrays of feature,
+    # threshold, bin_threshold, missing_left, is_categorical, cat_bitset (with a
+    # last axis of BITSET_WORDS), left, right, value, gain, count, cover  # OUT
+    n_outputs = gradient.shape[0]
+    shared_root = root_multi.shape[2] >= 2 * n_outputs
+    for t in prange(len(scratches)):
+        w = np.int64(t)  # (prange's index is unsigned; the typed lists take a signed one)
+        bynode = bynodes[w]
+        while True:
+            k = fetch_add(taken)
+            if k >= n_outputs:
+                break
+            bynode.seed[0] = bynode_seeds[k]
+            grown = grow_newton_tree(
+                X_binned, gradient[k], hessian[k], indices[k], features, all_rows,
+                feature_bins, tree, split, scratches[w],
+                (root_multi, root_counts, k if shared_root else np.int64(-1)), general, None,
+                bynode, constraints, None, max_delta_step, shrinkage, bin_edges, n_edges,
+                outside, raw_score[k])
+            _store_tree(grown, k, out)
+
+
+@inline
+def _store_tree(grown, k, out):
+    """Tree ``k``'s node arrays (``grow_newton_tree``'s result) into row k of ``out``."""
+    n = grown[0]
+    out[0][k] = n
+    for j in range(n):
+        out[1][k, j] = grown[1][j]
+        out[2][k, j] = grown[2][j]
+        out[3][k, j] = grown[3][j]
+        out[4][k, j] = grown[4][j]
+        out[5][k, j] = grown[5][j]
+        for q in range(grown[6].shape[1]):
+            out[6][k, j, q] = grown[6][j, q]
+        out[7][k, j] = grown[7][j]
+        out[8][k, j] = grown[8][j]
+        out[9][k, j] = grown[9][j]
+        out[10][k, j] = grown[10][j]
+        out[11][k, j] = grown[11][j]
+        out[12][k, j] = grown[12][j]
