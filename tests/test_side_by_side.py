@@ -18,6 +18,12 @@ pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                 reason="one Numba thread: the trees are grown in turn")
 
 
+@pytest.fixture(autouse=True)
+def side_by_side_from_any_size(monkeypatch):
+    """The small stages of these tests grown side by side, as large ones are."""
+    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_UPDATES", 0)
+
+
 def _data(seed=0, n=3000):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 6))
@@ -90,4 +96,19 @@ def test_quantised_trees_of_a_stage_are_grown_in_turn(monkeypatch):
     calls = _count_regions(monkeypatch)
     two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
     assert calls == []
+    _assert_same_trees(one, two)
+
+
+
+@pytest.mark.parametrize("more", [0, 1])
+def test_stages_side_by_side_from_the_threshold(monkeypatch, more):
+    """A stage of rows x features x outputs at the threshold grows side by side; one
+    below it, in turn: the same trees either way."""
+    X, y = _data(7, 1000)
+    kw = dict(n_estimators=3, max_leaf_nodes=7, random_state=2)
+    one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
+    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_UPDATES", 1000 * 6 * 5 + more)
+    calls = _count_regions(monkeypatch)
+    two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
+    assert calls == ([] if more else [5] * 3)
     _assert_same_trees(one, two)
