@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
 @pytest.fixture(autouse=True)
 def side_by_side_from_any_size(monkeypatch):
     """The small stages of these tests grown side by side, as large ones are."""
-    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_UPDATES", 0)
+    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_WORK", 0)
 
 
 def _data(seed=0, n=3000):
@@ -102,12 +102,12 @@ def test_quantised_trees_of_a_stage_are_grown_in_turn(monkeypatch):
 
 @pytest.mark.parametrize("more", [0, 1])
 def test_stages_side_by_side_from_the_threshold(monkeypatch, more):
-    """A stage of rows x features x outputs at the threshold grows side by side; one
-    below it, in turn: the same trees either way."""
+    """A fit of rows x features x outputs x stages at the threshold grows its stages'
+    trees side by side; one below it, in turn: the same trees either way."""
     X, y = _data(7, 1000)
     kw = dict(n_estimators=3, max_leaf_nodes=7, random_state=2)
     one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
-    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_UPDATES", 1000 * 6 * 5 + more)
+    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_WORK", 1000 * 6 * 5 * 3 + more)
     calls = _count_regions(monkeypatch)
     two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
     assert calls == ([] if more else [5] * 3)

@@ -369,12 +369,12 @@ class Booster:
         side_by_side = None
         grower = state.grower
         # several trees on several threads: side by side in one parallel region; a
-        # small stage's, which would not repay that kernel's compilation and loading
-        # (_SIDE_BY_SIDE_UPDATES), in turn on one thread (the lean kernel a serial
-        # twin compiles, not the parallel grower's); quantised trees, each rounding its
-        # own output's gradients (kernel_arguments), in turn on every thread
+        # small fit's, which would not repay that kernel's compilation and loading
+        # (_SIDE_BY_SIDE_WORK), in turn on one thread (the lean kernel a serial twin
+        # compiles, not the parallel grower's); quantised trees, each rounding its own
+        # output's gradients (kernel_arguments), in turn on every thread
         if fused and K > 1 and grower.n_threads > 1 and not grower.quantized:
-            if rows.size * features.size * K >= _SIDE_BY_SIDE_UPDATES:
+            if rows.size * features.size * K * p.n_estimators >= _SIDE_BY_SIDE_WORK:
                 side_by_side = self._newton_trees_side_by_side(state, rows, features,
                                                                outside, shrink, root, node_rng)
             else:
@@ -851,15 +851,15 @@ def _trace_record(m, k, raw_k, residual, hessian, state, grown, indices, gamma, 
 
 
 _NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
-#: rows x features x outputs of a stage from which its trees grow side by side (below,
-#: in turn on one thread). The kernel that grows them side by side (grow_newton_trees)
-#: compiles in ~13 s, half as long again as a whole first multiclass fit otherwise
-#: (10,000 x 20, 5 classes, empty cache: 38.6 against 25.2 s), and loads from the cache
-#: in ~0.7 s in every process. On two threads side by side took 0.62x the time of the
-#: trees in turn on one thread at 10,000 x 20 x 5 (100 stages: 0.76 against 1.22 s),
-#: ~4.6 ns saved per row x feature x output a stage: from ~1.5 million a stage, 100
-#: stages repay the load
-_SIDE_BY_SIDE_UPDATES = 2**21
+#: rows x features x outputs x stages of a fit from which its stages grow their trees
+#: side by side (below, in turn on one thread). The kernel that grows them side by side
+#: (grow_newton_trees) compiles in ~13 s, half as long again as a whole first multiclass
+#: fit otherwise (10,000 x 20, 4 classes, 100 stages, empty cache: 38.6 against 25.2
+#: s), and loads from the cache in ~0.7 s in every process. On two threads side by side
+#: took 0.62x the time of the trees in turn on one thread at 10,000 x 20 x 5 (100
+#: stages: 0.76 against 1.22 s), ~4.6 ns saved per row x feature x output and stage:
+#: from ~1.5e8 of them a fit repays the load
+_SIDE_BY_SIDE_WORK = 2**27
 
 
 def _stage_tree_buffers(n_outputs: int, capacity: int) -> tuple:

@@ -115,10 +115,10 @@ def exercise_estimators():
     # softmax with enough scores (rows x classes) for its parallel row maxima
     fit_predict(TreeBoostClassifier(n_estimators=2, max_leaf_nodes=4, random_state=0), X_big,
                 np.digitize(X_big[:, 0], [-0.5, 0.5]))
-    # a multiclass stage large enough (rows x features x classes) for its trees to grow
-    # side by side in one parallel region (grow_newton_trees)
+    # a multiclass fit large enough (rows x features x classes x stages) for its stages'
+    # trees to grow side by side in one parallel region (grow_newton_trees)
     X_wide = np.random.default_rng(3).normal(size=(40_000, 12))
-    fit_predict(TreeBoostClassifier(n_estimators=1, max_leaf_nodes=4, random_state=0), X_wide,
+    fit_predict(TreeBoostClassifier(n_estimators=60, max_leaf_nodes=4, random_state=0), X_wide,
                 np.digitize(X_wide[:, 0], [-1.0, -0.3, 0.3, 1.0]))
     y_pos = np.exp(X[:, 0])
     for loss in REGRESSION_LOSSES:

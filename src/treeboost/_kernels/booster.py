@@ -10,7 +10,8 @@ version of these steps is the same arithmetic in the same order
 (``Booster._leaf_values``, ``_make_tree``, ``_TrainingState.add_tree``), which
 serves every other line search and calls ``newton_values`` and ``raw_thresholds``
 here for the same per-node arithmetic; as Python it cost more than the tree
-itself on small data, tens of thousands of times a fit.
+itself on small data, tens of thousands of times a fit. ``grow_newton_trees`` runs
+it for every output of a multi-output stage side by side, in one parallel region.
 """
 
 import numpy as np
