@@ -40,7 +40,7 @@ LIBS = ("lightgbm", "xgboost", "treeboost")
 def load_peers(path: Path):
     """The peer benchmark as a module (its data generator and matched parameters)."""
     if not path.is_file():
-        sys.exit(f"bench_cores: no peer benchmark at {path} (--peers)")
+        sys.exit(f"{Path(sys.argv[0]).name}: no peer benchmark at {path} (--peers)")
     spec = importlib.util.spec_from_file_location("peers", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
