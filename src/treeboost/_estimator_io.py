@@ -114,7 +114,7 @@ def metadata(estimator) -> dict:
     }
 
 
-def save_model(estimator, path) -> None:
+def save_model(estimator, path, *, svmlight_zero_based=None) -> None:
     """Write a fitted estimator to ``path`` as a versioned JSON model file.
 
     Parameters
@@ -124,6 +124,10 @@ def save_model(estimator, path) -> None:
     path : str or path-like
         Destination; written to a temporary file in the same directory and
         renamed, so an interrupted save never leaves a partial file.
+    svmlight_zero_based : bool, default=None
+        The index base of the svmlight files the estimator was trained on, recorded
+        for reading new data alike (``treeboost train`` passes it); None records
+        nothing.
 
     Raises
     ------
@@ -133,7 +137,8 @@ def save_model(estimator, path) -> None:
         If a value cannot be written as strict JSON (NaN or infinity, an
         unsupported parameter or label type), or if ``path`` is empty.
     """
-    save_booster(estimator.booster_, path, estimator=metadata(estimator))
+    save_booster(estimator.booster_, path, estimator=metadata(estimator),
+                 svmlight_zero_based=svmlight_zero_based)
 
 
 # ---- loading ------------------------------------------------------------------------------
@@ -267,9 +272,33 @@ def load_model(path):
         unsupported ``format_version``, fails its checksum, or does not
         describe a valid model. The message starts with the path.
     """
+    return load_model_and_svmlight_base(path)[0]
+
+
+def load_model_and_svmlight_base(path):
+    """Load an estimator with the svmlight index base its file records.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Model file.
+
+    Returns
+    -------
+    estimator : TreeBoostRegressor, TreeBoostClassifier or TreeBoostRanker
+        As :func:`load_model` returns it.
+    svmlight_zero_based : bool or None
+        The index base of the svmlight files the model was trained on (recorded by
+        ``treeboost train``), or None when the file records none.
+
+    Raises
+    ------
+    treeboost.exceptions.ModelFormatError
+        As :func:`load_model`.
+    """
     path = os.fspath(path)
     booster, fields = load_booster(path, return_metadata=True)
     try:
-        return from_booster(booster, fields)
+        return from_booster(booster, fields), fields.get("svmlight_zero_based")
     except ModelFormatError as err:
         raise ModelFormatError(f"{path}: {err}") from None

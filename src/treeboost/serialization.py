@@ -26,7 +26,11 @@ import json
 import math
 import numbers
 import os
+import re
 import secrets
+import socket
+import time
+import zlib
 from dataclasses import fields
 
 import numpy as np
@@ -59,6 +63,10 @@ _GROWER_FIELDS = tuple(f.name for f in fields(GrowerParams))
 #: of bins that go left (empty for numerical splits and leaves)
 _JSON_TREE_FIELDS = [n for n in TREE_FIELDS if n != "cat_bitset"] + ["cat_left_bins"]
 _INT32 = np.iinfo(NODE_DTYPE)
+#: age (seconds since the last write) past which a save's temporary file is abandoned
+STALE_TEMP_SECONDS = 3600
+#: this machine in the names of temporary files (8 hex digits of its name's CRC-32)
+_HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
 
 
 def _canonical(payload: dict) -> bytes:
@@ -139,15 +147,19 @@ def _bare_metadata(booster: Booster) -> dict:
             "classes": None, "best_iteration": None, "evals_result": {}}
 
 
-def _payload(booster: Booster, estimator: dict | None) -> dict:
+def _payload(booster: Booster, estimator: dict | None,
+             svmlight_zero_based: bool | None = None) -> dict:
     """Every field but the checksum, as plain JSON values, in the order of the file."""
+    if svmlight_zero_based is not None and not isinstance(svmlight_zero_based, bool):
+        raise ValueError(f"svmlight_zero_based must be True, False or None, got "
+                         f"{svmlight_zero_based!r}")
     meta = _bare_metadata(booster) if estimator is None else estimator
     if set(meta) != set(ESTIMATOR_FIELDS):
         raise ValueError(f"cannot save the model: the estimator metadata must have the keys "
                          f"{list(ESTIMATOR_FIELDS)}, got {sorted(meta)}")
     meta = {key: to_json(value, key) for key, value in meta.items()}
     bm = booster.bin_mapper
-    return {
+    payload = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "treeboost_version": __version__,
         "estimator": meta["estimator"], "params": meta["params"],
         "loss": {"name": booster.loss.name,
@@ -175,6 +187,12 @@ def _payload(booster: Booster, estimator: dict | None) -> dict:
                                       "stage_weights")
         if booster.mode.stage_weights_state else None,
     }
+    if svmlight_zero_based is not None:
+        # optional, written only for a model trained on svmlight files, so that every
+        # other file stays byte for byte what it was: the index base those files were
+        # read with, for reading new data alike (`treeboost predict`)
+        payload["svmlight_zero_based"] = svmlight_zero_based
+    return payload
 
 
 def _dumps(document: dict) -> str:
@@ -205,10 +223,62 @@ def check_destination(path: str) -> str:
     return directory
 
 
-def _write_atomic(path: str, text: str) -> None:
+def _temp_name(basename: str, pid: int) -> str:
+    """The hidden temporary file a save of ``basename`` by process ``pid`` writes first."""
+    return f".{basename}.{_HOST}-{pid}-{secrets.token_hex(4)}.tmp"
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this machine may still run (True when unsure)."""
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's (PermissionError), not a pid, ...
+        return True
+    return True
+
+
+def _remove_stale_temps(directory: str, basename: str) -> None:
+    """Remove what killed saves of ``basename`` left in ``directory``.
+
+    A save killed by SIGKILL or a power cut never reaches its clean-up, and its hidden
+    temporary file would stay for good. A temporary file is another save's work in
+    progress unless its writer is known dead (this machine, pid gone) or it is older
+    than :data:`STALE_TEMP_SECONDS`, which no save takes: only those are removed, so two
+    processes saving to the same place never delete each other's file.
+    """
+    pattern = re.compile(re.escape(f".{basename}.") +
+                         r"(?:(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[0-9a-f]{8}|[0-9a-f]{16})"
+                         r"\.tmp")
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None:
+            continue
+        with contextlib.suppress(OSError):  # gone already, or not ours to remove
+            dead = match["host"] == _HOST and not _pid_alive(int(match["pid"]))
+            if dead or now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
+                os.remove(entry.path)
+
+
+def _write_atomic(path: str, text: str, *, after_write=None) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed over it.
+
+    ``after_write``, if given, is called once the temporary file is written and before
+    it is renamed (tests end the process there, as a crash would).
+    """
     # a crash mid-write leaves the old file (or none), never half a model
     directory = check_destination(path)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(8)}.tmp")
+    basename = os.path.basename(path)
+    _remove_stale_temps(directory, basename)
+    tmp = os.path.join(directory, _temp_name(basename, os.getpid()))
     try:
         # mode 0o666 lets the umask decide the permissions, as a plain open() would
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -220,6 +290,8 @@ def _write_atomic(path: str, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        if after_write is not None:
+            after_write()
         os.replace(tmp, path)
     except BaseException:
         # also after KeyboardInterrupt: no temporary file is left next to the model
@@ -228,7 +300,8 @@ def _write_atomic(path: str, text: str) -> None:
         raise
 
 
-def save_booster(booster: Booster, path, *, estimator: dict | None = None) -> None:
+def save_booster(booster: Booster, path, *, estimator: dict | None = None,
+                 svmlight_zero_based: bool | None = None) -> None:
     """Write a fitted Booster to ``path`` as a versioned JSON model file.
 
     The engine-level writer: ``TreeBoostRegressor.save_model`` and
@@ -255,14 +328,28 @@ def save_booster(booster: Booster, path, *, estimator: dict | None = None) -> No
         null and ``"params"`` holds the Booster's parameters.
 
         .. versionadded:: 0.1.0
+    svmlight_zero_based : bool, default=None
+        For a model trained on svmlight files: the index base they were read with
+        (``treeboost.datasets.read_svmlight_files`` returns it), recorded so that new
+        data is read alike; ``treeboost train`` records it and ``treeboost predict``
+        uses it. None (the default) writes no such field.
 
     Raises
     ------
     ValueError
         If a value cannot be written as strict JSON (NaN or infinity, an
-        unsupported type), or if ``path`` is empty.
+        unsupported type), if ``path`` is empty, or if ``svmlight_zero_based`` is
+        not None or a bool.
+
+    Notes
+    -----
+    The temporary file is hidden (``.<name>.<host>-<pid>-<random>.tmp``). A save
+    killed before its rename (SIGKILL, a power cut) cannot remove its own, so each
+    save first removes those of earlier saves of the same file whose process is known
+    dead (same machine, pid gone) or that are older than ``STALE_TEMP_SECONDS``; the
+    temporary file of a save still running elsewhere is left alone.
     """
-    payload = _payload(booster, estimator)
+    payload = _payload(booster, estimator, svmlight_zero_based)
     document = dict(payload, checksum=hashlib.sha256(_canonical(payload)).hexdigest())
     _write_atomic(os.fspath(path), _dumps(document))
 
@@ -568,7 +655,9 @@ def load_booster(path, *, return_metadata: bool = False):
         the booster that was saved, and it can continue training.
     metadata : dict
         Only with ``return_metadata``: the fields of ``ESTIMATOR_FIELDS`` as
-        plain JSON values (``"estimator"`` is None for a bare Booster).
+        plain JSON values (``"estimator"`` is None for a bare Booster); also
+        ``"svmlight_zero_based"`` when the file records it: the index base of the
+        svmlight files the model was trained on.
 
     Raises
     ------
@@ -584,5 +673,12 @@ def load_booster(path, *, return_metadata: bool = False):
     except ModelFormatError as err:
         raise ModelFormatError(f"{path}: {err}") from None
     if return_metadata:
-        return booster, {key: doc[key] for key in ESTIMATOR_FIELDS}
+        metadata = {key: doc[key] for key in ESTIMATOR_FIELDS}
+        if "svmlight_zero_based" in doc:
+            base = doc["svmlight_zero_based"]
+            if not isinstance(base, bool):
+                raise ModelFormatError(f"{path}: svmlight_zero_based must be true or false, "
+                                       f"got {base!r:.80}")
+            metadata["svmlight_zero_based"] = base
+        return booster, metadata
     return booster

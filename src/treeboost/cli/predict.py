@@ -5,8 +5,11 @@ Data flow: a model file -> ``treeboost.load_model``; a data file -> its full tab
 (a target column or other extra columns are ignored; one-hot columns are rebuilt when the
 model was trained with ``--one-hot``) -> ``predict`` (and ``predict_proba``) -> CSV on
 stdout or in ``--out`` (an existing file is kept unless ``--force``). An svmlight file
-(a ranking model's data) is read as a sparse matrix as wide as the model's features, and
-its labels and queries are ignored: a ranker's predictions are per-row scores.
+(a ranking model's data) is read as a sparse matrix as wide as the model's features, with
+the index base the model file records (``treeboost train`` records the one its training
+data was read with; a file from elsewhere records none, and the data file's own indices
+decide), and its labels and queries are ignored: a ranker's predictions are per-row
+scores.
 """
 
 from __future__ import annotations
@@ -77,24 +80,35 @@ def model_features(model, table: pd.DataFrame, path) -> pd.DataFrame:
 
 def run(args) -> int:
     """Run ``treeboost predict``."""
-    from .._estimator_io import load_model
+    from .._estimator_io import load_model_and_svmlight_base
 
     if args.out and os.path.exists(args.out) and not args.force:
         raise FileExistsError(f"{args.out} exists; pass --force to overwrite it")
     from ..study.data import is_svmlight_file
 
-    model = load_model(args.model)
+    model, zero_based = load_model_and_svmlight_base(args.model)
     if is_svmlight_file(args.data):
         from ..datasets import read_svmlight
 
-        # the model's width: a file whose last features are all zero is narrower
-        X = read_svmlight(args.data, n_features=model.n_features_in_)[0]
+        # the model's width: a file whose last features are all zero is narrower; the
+        # training data's index base: this file alone may not show it (feature 0 absent)
+        try:
+            X = read_svmlight(args.data, n_features=model.n_features_in_,
+                              zero_based="auto" if zero_based is None else zero_based)[0]
+        except DataError as exc:
+            if zero_based is None:
+                raise
+            base = "zero" if zero_based else "one"
+            raise DataError(f"{exc} ({args.model} was trained on {base}-based svmlight "
+                            "data)") from exc
     else:
         # a CSV has no column types: the model's categorical columns are read as labels,
         # even where this file holds only numbers in them
         names = [str(n) for n in getattr(model, "feature_names_in_", [])]
         categorical = {names[j] for j in model.pandas_categories_ if j < len(names)}
         X = model_features(model, read_table(args.data, categorical), args.data)
+    if X.shape[0] == 0:
+        raise DataError(f"{args.data}: no data rows to predict")
     out = pd.DataFrame({"prediction": model.predict(X)})
     if args.proba:
         if not hasattr(model, "predict_proba"):

@@ -6,6 +6,7 @@ processes, database, resume, report) lives in ``treeboost.study``.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -15,11 +16,19 @@ import threading
 from ._options import seed
 
 
-def _jobs(text: str) -> int:
-    value = int(text)
-    if value == 0 or value < -(os.cpu_count() or 1):
-        raise ValueError(text)
-    return value if value > 0 else (os.cpu_count() or 1) + 1 + value
+def jobs(text: str) -> int:
+    """``--jobs``: N >= 1 worker processes, or -1 for all cores, -2 all but one, ..."""
+    cores = os.cpu_count() or 1
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0 or value < -cores:
+        # 0 means nothing documented (joblib's n_jobs=0 is an error too)
+        raise argparse.ArgumentTypeError(
+            f"must be a number of worker processes >= 1, or -1 for all cores, -2 for all "
+            f"but one, ... down to -{cores} (one) on this machine; got {text!r}")
+    return value if value > 0 else cores + 1 + value
 
 
 def add_parsers(sub) -> None:
@@ -46,8 +55,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--folds", type=int, default=1, metavar="K",
                    help="1: stratified 80/20 hold-out (default); K >= 2: stratified K-fold; "
                         "ranking data is cut by whole queries")
-    p.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
-                   help="worker processes (default: all cores, %(default)s); -1 all cores")
+    p.add_argument("--jobs", type=jobs, default=os.cpu_count() or 1, metavar="N",
+                   help="worker processes (default: all cores, %(default)s); -1 all cores, "
+                        "-2 all but one, ...")
     p.add_argument("--seed", type=seed, default=0, help="seed of the splits and the models")
     p.add_argument("--target", help="target column of files without a manifest")
     p.add_argument("--task", choices=["all", "classification", "regression", "ranking"],

@@ -1,7 +1,9 @@
 """``treeboost train DATA``: load, encode, split 80/20, fit, print test metrics, save.
 
-Data flow: a file -> ``study.data.load_spec`` (ARFF/CSV via ``treeboost.datasets``,
-svmlight for ranking; the task from the target's type, or ranking for query groups) ->
+Data flow: a file -> ``study.data.load_spec`` (ARFF/CSV via ``treeboost.datasets``;
+the task from the target's type, or ranking for a query column) or
+``study.data.load_svmlight_specs`` (svmlight, ranking; with ``--test``, both files read
+with one index base, recorded in the saved model for ``treeboost predict``) ->
 ``one_hot`` on request -> ``study.data.split_indices`` (the study's seeded, stratified
 hold-out, so ``train`` and ``study`` score the same rows) or, for ranking,
 ``study.data.split_queries`` (whole queries, as the study) -- or, with ``--test FILE``,
@@ -70,7 +72,9 @@ class Split:
     """The data of ``train``: the task, the train and test parts, and how they were made.
 
     ``train_group``/``test_group`` are the query sizes of each part for ranking, else
-    None; ``how`` says how the test part was made ("80/20 by query", a file, ...).
+    None; ``how`` says how the test part was made ("80/20 by query", a file, ...);
+    ``zero_based`` is the index base svmlight data was read with (None for ARFF/CSV),
+    recorded in the saved model so that ``treeboost predict`` reads new data alike.
     """
 
     task: str
@@ -81,6 +85,7 @@ class Split:
     train_group: np.ndarray | None
     test_group: np.ndarray | None
     how: str
+    zero_based: bool | None = None
 
 
 def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Split:
@@ -110,18 +115,39 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Spli
     Split
     """
     from ..datasets import one_hot as encode
-    from ..study.data import DatasetSpec, load_spec, split_indices, split_queries, take_rows
+    from ..study.data import (
+        DatasetSpec,
+        is_svmlight_file,
+        load_spec,
+        load_svmlight_specs,
+        split_indices,
+        split_queries,
+        take_rows,
+    )
 
     spec = DatasetSpec(os.path.basename(path), os.fspath(path), target,
                        None if task == "auto" else task, query)
-    # a training file and its test file share one index base, decided over both
-    # (_like_training); one file alone decides its own, as read_svmlight does
-    zero_based = "auto" if test is None else True
-    X, y, task, group = load_spec(spec, return_group=True, zero_based=zero_based)
+    zero_based = None
+    if is_svmlight_file(spec.source):
+        # a training file and its test file are read together: one index base decided
+        # over both (a zero-based test file need not use feature 0) and one width
+        specs = [spec]
+        if test is not None:
+            if not is_svmlight_file(test):
+                raise _format_mismatch(test)
+            specs.append(DatasetSpec(os.path.basename(test), os.fspath(test), None,
+                                     spec.task, query))
+        parts, zero_based = load_svmlight_specs(specs)
+        (X, y, group), task = parts[0], "ranking"
+        if test is not None:
+            X_test, y_test, test_group = parts[1]
+            return Split(task, X, X_test, y, y_test, group, test_group,
+                         f"test file {os.fspath(test)}", zero_based)
+    else:
+        X, y, task, group = load_spec(spec, return_group=True)
     if test is not None:
         test_spec = DatasetSpec(os.path.basename(test), os.fspath(test), target, task, query)
-        X_test, y_test, _, test_group = load_spec(test_spec, return_group=True,
-                                                  zero_based=True)
+        X_test, y_test, _, test_group = load_spec(test_spec, return_group=True)
         X, X_test = _like_training(X, X_test, test, one_hot)
         return Split(task, X, X_test, y, y_test, group, test_group,
                      f"test file {os.fspath(test)}")
@@ -134,26 +160,25 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Spli
         (train, held), train_group, test_group = split_indices(y, task, 1, 0, seed), None, None
         how = "80/20 stratified" if task == "classification" else "80/20"
     return Split(task, take_rows(X, train), take_rows(X, held), take_rows(y, train),
-                 take_rows(y, held), train_group, test_group, how)
+                 take_rows(y, held), train_group, test_group, how, zero_based)
+
+
+def _format_mismatch(path):
+    from ..exceptions import DataError
+
+    return DataError(f"{path}: not in the training file's format (svmlight for both, or "
+                     "ARFF/CSV for both)")
 
 
 def _like_training(X, X_test, path, one_hot):
-    """The training and test features in one layout: the training file's columns (and
-    categories, for one-hot), or for svmlight one index base and one width."""
+    """The ARFF/CSV training and test features in one layout: the training file's
+    columns (and categories, for one-hot). svmlight pairs are read alike already
+    (``study.data.load_svmlight_specs``)."""
     from ..datasets import one_hot as encode
     from ..exceptions import DataError
 
-    if sp.issparse(X) != sp.issparse(X_test):
-        raise DataError(f"{path}: not in the training file's format (svmlight for both, or "
-                        "ARFF/CSV for both)")
-    if sp.issparse(X):
-        # read with raw indices: one-based files leave column 0 empty in both
-        if X[:, 0].nnz == 0 and X_test[:, 0].nnz == 0:
-            X, X_test = X[:, 1:], X_test[:, 1:]
-        # a last feature may be absent (all zeros) from either file
-        width = max(X.shape[1], X_test.shape[1])
-        return tuple(sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
-                     for m in (X, X_test))
+    if sp.issparse(X_test):
+        raise _format_mismatch(path)
     missing = [str(c) for c in X.columns if c not in X_test.columns]
     if missing:
         raise DataError(f"{path} lacks {len(missing)} of the training file's columns: "
@@ -248,7 +273,10 @@ def run(args) -> int:
         report["n_queries_train"] = int(data.train_group.size)
         report["n_queries_test"] = int(data.test_group.size)
     if args.save:
-        model.save_model(args.save)
+        from .._estimator_io import save_model
+
+        # the index base of svmlight data goes into the file: new data is read alike
+        save_model(model, args.save, svmlight_zero_based=data.zero_based)
         report["model"] = os.fspath(args.save)
     if args.format == "json":
         print(json.dumps(report, indent=1))

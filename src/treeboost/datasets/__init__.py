@@ -19,10 +19,10 @@ import pandas as pd
 
 from ..exceptions import DataError
 from .arff import read_arff
-from .svmlight import SVMLIGHT_SUFFIXES, is_svmlight, read_svmlight
-from .tabular import read_csv, split_target
+from .svmlight import SVMLIGHT_SUFFIXES, is_svmlight, read_svmlight, read_svmlight_files
+from .tabular import missing_target, read_csv, split_target
 
-__all__ = ["categorical_mask", "load", "one_hot", "read_svmlight"]
+__all__ = ["categorical_mask", "load", "one_hot", "read_svmlight", "read_svmlight_files"]
 
 _READERS = {".arff": read_arff, ".arff.gz": read_arff, ".csv": read_csv, ".csv.gz": read_csv}
 
@@ -59,12 +59,17 @@ def load(path, target=None, *, return_group=False):
         The target, typed like the columns of ``X``: a nominal target is a ``category``
         Series whose categories are all the declared labels, including any no row uses
         (``y.cat.remove_unused_categories()`` drops them). Rows with a missing target
-        are kept.
+        are kept, its value NaN: in a CSV file an empty field, and also any of the
+        strings pandas reads as missing (``NA``, ``N/A``, ``null``, ``None``, ``#N/A``
+        ...) and ``?``, whatever the target's type (``tabular.missing_target``); the
+        command line leaves such rows out with a warning.
 
         For svmlight, ``X`` is instead a ``scipy.sparse.csr_matrix`` of float64 with as
         many columns as the largest index in the file, and ``y`` a float64 ndarray of the
         labels; see :func:`read_svmlight`, which also takes ``n_features`` to read a test
-        file as wide as its training file, and the index base.
+        file as wide as its training file, and the index base, decided here by the file
+        alone: read a training file and its test file together with
+        :func:`read_svmlight_files` (one index base, one width).
     group : ndarray of shape (n_queries,), dtype int64, or None
         Only with ``return_group=True``: for svmlight, the sizes of the query groups in
         row order (from ``qid:`` tokens or a LightGBM ``<path>.query`` file beside
@@ -74,8 +79,9 @@ def load(path, target=None, *, return_group=False):
     Raises
     ------
     DataError
-        For an unknown file type, a missing target, a target given for svmlight, or a
-        malformed file; the message names the file and, for a malformed file, the line.
+        For an unknown file type, a missing target, a target given for svmlight, a file
+        without data rows (a header-only CSV), or a malformed file; the message names
+        the file and, for a malformed file, the line.
 
     Examples
     --------
@@ -105,7 +111,14 @@ def load(path, target=None, *, return_group=False):
     else:
         frame = _READERS[suffix](name)
         X, y = split_target(frame, target, path=name, default_last=suffix.startswith(".arff"))
+        if suffix.startswith(".csv"):
+            y = missing_target(y)  # ARFF has one missing value, "?", read as NaN already
         group = None
+    if X.shape[0] == 0:
+        # nothing could be learned or scored; said here rather than by a splitter or
+        # an estimator that knows neither the file nor why it is empty
+        what = "no data lines" if suffix in SVMLIGHT_SUFFIXES else "only the header"
+        raise DataError(f"{name}: no data rows ({what})")
     return (X, y, group) if return_group else (X, y)
 
 

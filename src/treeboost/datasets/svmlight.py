@@ -5,6 +5,8 @@ the ``label [qid:N] index:value ...`` lines -> :func:`read_svmlight` applies the
 base, ``n_features`` and the query groups (from ``qid:`` tokens or a LightGBM-style
 ``<file>.query`` companion) -> ``(X, y, group)``, with ``X`` a CSR matrix and ``group``
 the query sizes that ``treeboost.Dataset(..., group=group)`` takes.
+:func:`read_svmlight_files` reads files that must agree (a training file and its test
+file) with one index base, decided over all of them, and one width.
 ``treeboost.datasets.load`` dispatches here by suffix, or by :func:`is_svmlight` for a
 file whose name says nothing (LightGBM's ``rank.train``).
 
@@ -18,6 +20,7 @@ import gzip
 import io
 import os
 import re
+import warnings
 import zlib
 
 import numpy as np
@@ -26,7 +29,7 @@ from sklearn.datasets import load_svmlight_file
 
 from ..exceptions import DataError
 
-__all__ = ["SVMLIGHT_SUFFIXES", "is_svmlight", "read_svmlight"]
+__all__ = ["SVMLIGHT_SUFFIXES", "is_svmlight", "read_svmlight", "read_svmlight_files"]
 
 #: Suffixes ``treeboost.datasets.load`` reads as svmlight, lower case.
 SVMLIGHT_SUFFIXES = (".svm", ".svm.gz", ".svmlight", ".svmlight.gz", ".libsvm", ".libsvm.gz")
@@ -59,11 +62,15 @@ def read_svmlight(path, n_features=None, zero_based="auto"):
     n_features : int, default=None
         Number of columns of ``X``; ``None`` means the largest index in the file (after
         the index base is applied) plus one. Give a training file's width when reading
-        its test file, whose last features may never be non-zero.
+        its test file, whose last features may never be non-zero (and its index base
+        as ``zero_based``).
     zero_based : bool or "auto", default="auto"
         Whether the first feature is index 0 (True) or 1 (False). ``"auto"`` means
         one-based unless some index in the file is 0, as in scikit-learn's
-        ``load_svmlight_file``.
+        ``load_svmlight_file``: decided by this file alone, so a zero-based file that
+        never uses feature 0 is read one-based. For a file that must match another (a
+        test file, new data for a model), read them together with
+        :func:`read_svmlight_files`, or pass the base the other was read with.
 
     Returns
     -------
@@ -76,6 +83,13 @@ def read_svmlight(path, n_features=None, zero_based="auto"):
         takes them: from the runs of equal ``qid:`` values, or from the file
         ``<path>.query`` beside ``path`` (LightGBM's format: one positive size per
         line, summing to the number of rows). ``None`` when there is neither.
+
+    Warns
+    -----
+    UserWarning
+        With ``n_features`` given and ``zero_based="auto"``, when the file cannot tell
+        its base: it never uses index 0, and its largest index is below
+        ``n_features`` (so both bases fit). It is read one-based.
 
     Raises
     ------
@@ -91,60 +105,200 @@ def read_svmlight(path, n_features=None, zero_based="auto"):
     Examples
     --------
     >>> X, y, group = read_svmlight("rank.train")  # doctest: +SKIP
-    >>> X_test, y_test, group_test = read_svmlight("rank.test",
-    ...                                            n_features=X.shape[1])  # doctest: +SKIP
+
+    A test file, read to match a one-based training file:
+
+    >>> X_test, y_test, group_test = read_svmlight("rank.test", n_features=X.shape[1],
+    ...                                            zero_based=False)  # doctest: +SKIP
     """
-    path = os.fspath(path)
+    _check_arguments(n_features, zero_based)
+    parsed = _Parsed(os.fspath(path))
+    if zero_based == "auto":
+        _warn_undecidable([parsed], n_features)
+        zero_based = parsed.uses_zero
+    return parsed.build(zero_based, n_features)
+
+
+def read_svmlight_files(paths, n_features=None, zero_based="auto"):
+    """Read svmlight files that must agree, such as a training file and its test file.
+
+    All are read with one index base and to one width, so that column ``j`` is the same
+    feature in each. Reading them one by one with ``zero_based="auto"`` decides the base
+    per file: a zero-based test file in which feature 0 never occurs would be read
+    one-based, every column moved one to the left.
+
+    Parameters
+    ----------
+    paths : sequence of str or path-like
+        The files, at least one; each as :func:`read_svmlight` reads it (gunzipped by
+        suffix, query groups from ``qid:`` tokens or a ``<path>.query`` file).
+    n_features : int, default=None
+        Number of columns of every ``X``; ``None`` means as many as the widest file.
+    zero_based : bool or "auto", default="auto"
+        Whether the first feature is index 0 (True) or 1 (False) in every file.
+        ``"auto"`` decides once over all the files: zero-based when any of them uses
+        index 0, else one-based (scikit-learn's ``load_svmlight_files`` does the same).
+        To read more files later as these were read (a model's new data), pass the
+        ``zero_based`` this function returns.
+
+    Returns
+    -------
+    files : list of (X, y, group)
+        One triple per path, in order, as :func:`read_svmlight` returns it; every ``X``
+        has the same number of columns.
+    zero_based : bool
+        The index base the files were read with: ``"auto"`` resolved.
+
+    Raises
+    ------
+    DataError
+        As :func:`read_svmlight`, for the first file that fails; in particular for a
+        file with index 0 read one-based (``zero_based=False``), which cannot be right.
+    ValueError
+        When ``paths`` is empty, or for an invalid ``n_features`` or ``zero_based``.
+
+    Warns
+    -----
+    UserWarning
+        Naming a file that looks one-based while the files are read zero-based: it never
+        uses index 0, and its largest index is beyond the largest of every file that
+        does use index 0. Read zero-based, such a file's features sit one column to the
+        right of the others'. Also, as :func:`read_svmlight` warns, with ``n_features``
+        given and ``zero_based="auto"`` when no file uses index 0 and every index is
+        below ``n_features``.
+
+    Examples
+    --------
+    >>> (train, test), zero_based = read_svmlight_files(
+    ...     ["rank.train", "rank.test"])  # doctest: +SKIP
+    >>> X, y, group = train  # doctest: +SKIP
+    """
+    _check_arguments(n_features, zero_based)
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("read_svmlight_files: paths is empty; give at least one file")
+    parsed = [_Parsed(p) for p in paths]
+    if zero_based == "auto":
+        _warn_undecidable(parsed, n_features)
+        zero_based = any(p.uses_zero for p in parsed)
+    if zero_based:
+        _warn_one_based_looking(parsed)
+    if n_features is None:
+        n_features = max(p.width(zero_based) for p in parsed)
+    return [p.build(zero_based, n_features or None) for p in parsed], zero_based
+
+
+def _check_arguments(n_features, zero_based):
     if not (isinstance(zero_based, bool) or isinstance(zero_based, str) and zero_based == "auto"):
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     if n_features is not None and (isinstance(n_features, bool)
                                    or not isinstance(n_features, (int, np.integer))
                                    or n_features < 1):
         raise ValueError(f"n_features must be a positive integer or None, got {n_features!r}")
-    data = _read_bytes(path)
-    try:
-        # zero_based=True: no index shift and index 0 accepted, so that the base, and
-        # the line of an index 0 in a one-based file, are decided here.
-        parsed, y = load_svmlight_file(io.BytesIO(data), zero_based=True, dtype=np.float64)
-    except (ValueError, OverflowError) as exc:
-        raise _malformed(path, data, exc) from exc
-    y = np.asarray(y, dtype=np.float64)
-    indices = np.asarray(parsed.indices, dtype=np.int64)
-    indptr = np.asarray(parsed.indptr, dtype=np.int64)
-    # The Python pass over the lines (row -> line number, query ids) costs about as much
-    # as the parsing: done up front only when there may be qid: tokens, else on error.
-    lines, qids = _scan_rows(path, data) if b"qid" in data else (None, None)
 
-    def line_of(position):
-        rows = _scan_rows(path, data)[0] if lines is None else lines
-        return rows[int(np.searchsorted(indptr, position, side="right")) - 1]
 
-    if zero_based == "auto":
-        one_based = bool(indices.size and indices.min() > 0)
-    else:
-        one_based = not zero_based
-    if one_based:
-        if indices.size and indices.min() == 0:
-            raise DataError(f"{path}: line {line_of(np.argmin(indices))}: feature index 0 "
-                            f"in a one-based file (zero_based=False)")
-        indices = indices - 1
-    width = int(indices.max()) + 1 if indices.size else 0
-    if n_features is None:
-        n_features = width
-    elif n_features < width:
-        first = np.flatnonzero(indices >= n_features)[0]
-        raise DataError(f"{path}: line {line_of(first)}: feature index "
-                        f"{indices[first] + one_based} is beyond n_features={n_features}")
-    X = sp.csr_matrix((np.asarray(parsed.data, dtype=np.float64), indices, indptr),
-                      shape=(len(y), int(n_features)))
-    group = None if qids is None else _groups_from_qids(path, lines, qids)
-    query_path = path + ".query"
-    if os.path.isfile(query_path):
-        if qids is not None:
-            raise DataError(f"{path}: has qid: tokens and {query_path} gives query sizes "
-                            f"too; keep one of them")
-        group = _read_query_file(query_path, path, len(y))
-    return X, y, group
+def _warn_undecidable(parsed, n_features):
+    """Warn when ``n_features`` says the files must match other data, and "auto" cannot
+    tell their base from them: no index 0, and every index below ``n_features``, so
+    both bases fit. They are read one-based, as "auto" decides."""
+    if n_features is None or any(p.uses_zero for p in parsed):
+        return
+    largest = max(p.max_index for p in parsed)
+    if 0 <= largest < n_features:
+        names = ", ".join(p.path for p in parsed)
+        warnings.warn(
+            f"{names}: never uses feature index 0 and stays below n_features={n_features}, "
+            f"so it fits either index base; read one-based, as zero_based='auto' decides "
+            f"from the data read here alone. If the data it must match is zero-based, "
+            f"every feature is one column off: pass zero_based as that data was read, or "
+            f"read the files together with read_svmlight_files", UserWarning, stacklevel=3)
+
+
+def _warn_one_based_looking(parsed):
+    """Warn about files that look one-based among files read zero-based.
+
+    A zero-based file may well lack feature 0 (a rare feature, a small test file); but
+    one that lacks it and also reaches past every file that has it is what a one-based
+    file looks like next to zero-based ones. With no file using index 0 there is
+    nothing to compare with, and nothing is said.
+    """
+    with_zero = [p for p in parsed if p.uses_zero]
+    if not with_zero:
+        return
+    reference = max(with_zero, key=lambda p: p.max_index)
+    for p in parsed:
+        if not p.uses_zero and p.max_index > reference.max_index:
+            warnings.warn(
+                f"{p.path} never uses feature index 0 and its largest index {p.max_index} "
+                f"is beyond that of {reference.path} ({reference.max_index}), which uses "
+                f"index 0: it looks one-based, yet is read zero-based like "
+                f"{reference.path}; if it is one-based, its features sit one column to "
+                f"the right of the others': write all the files in one index base",
+                UserWarning, stacklevel=3)
+
+
+class _Parsed:
+    """One svmlight file parsed with its raw indices, before the index base is applied."""
+
+    def __init__(self, path):
+        self.path = path
+        self.data = data = _read_bytes(path)
+        try:
+            # zero_based=True: no index shift and index 0 accepted, so that the base,
+            # and the line of an index 0 in a one-based file, are decided here.
+            parsed, y = load_svmlight_file(io.BytesIO(data), zero_based=True,
+                                           dtype=np.float64)
+        except (ValueError, OverflowError) as exc:
+            raise _malformed(path, data, exc) from exc
+        self.y = np.asarray(y, dtype=np.float64)
+        self.values = np.asarray(parsed.data, dtype=np.float64)
+        self.indices = np.asarray(parsed.indices, dtype=np.int64)
+        self.indptr = np.asarray(parsed.indptr, dtype=np.int64)
+        # The Python pass over the lines (row -> line number, query ids) costs about as
+        # much as the parsing: done up front only when there may be qid: tokens, else
+        # on error.
+        self.lines, self.qids = _scan_rows(path, data) if b"qid" in data else (None, None)
+        self.uses_zero = bool(self.indices.size and self.indices.min() == 0)
+        self.max_index = int(self.indices.max()) if self.indices.size else -1
+
+    def line_of(self, position):
+        """The line of the file that holds entry ``position`` of ``indices``."""
+        rows = _scan_rows(self.path, self.data)[0] if self.lines is None else self.lines
+        return rows[int(np.searchsorted(self.indptr, position, side="right")) - 1]
+
+    def width(self, zero_based):
+        """Columns the file needs with this index base."""
+        return self.max_index + 1 if zero_based else max(self.max_index, 0)
+
+    def build(self, zero_based, n_features):
+        """``(X, y, group)`` with this index base and width (None: the file's own)."""
+        path, indices = self.path, self.indices
+        if not zero_based:
+            if self.uses_zero:
+                raise DataError(f"{path}: line {self.line_of(np.argmin(indices))}: feature "
+                                f"index 0 in a one-based file (zero_based=False)")
+            indices = indices - 1
+        width = self.width(zero_based)
+        if n_features is None:
+            n_features = width
+        elif n_features < width:
+            first = np.flatnonzero(indices >= n_features)[0]
+            hint = ""
+            if zero_based and not self.uses_zero:
+                hint = "; the file never uses index 0: is it one-based?"
+            raise DataError(f"{path}: line {self.line_of(first)}: feature index "
+                            f"{indices[first] + (not zero_based)} is beyond "
+                            f"n_features={n_features}{hint}")
+        X = sp.csr_matrix((self.values, indices, self.indptr),
+                          shape=(len(self.y), int(n_features)))
+        group = None if self.qids is None else _groups_from_qids(path, self.lines, self.qids)
+        query_path = path + ".query"
+        if os.path.isfile(query_path):
+            if self.qids is not None:
+                raise DataError(f"{path}: has qid: tokens and {query_path} gives query "
+                                f"sizes too; keep one of them")
+            group = _read_query_file(query_path, path, len(self.y))
+        return X, self.y, group
 
 
 def is_svmlight(path):

@@ -22,14 +22,25 @@ import pandas as pd
 
 from ..exceptions import DataError
 
-__all__ = ["read_csv", "read_text", "split_target"]
+__all__ = ["missing_target", "read_csv", "read_text", "split_target"]
+
+#: The strings ``pandas.read_csv`` reads as missing by default (its ``STR_NA_VALUES``),
+#: the empty field included.
+PANDAS_NA_TOKENS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN",
+                              "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN",
+                              "None", "n/a", "nan", "null"})
 
 # Tokens that mean "missing" inside a column that is otherwise numeric. The datasets
 # README fixes "missing = empty field", but hand-made CSVs often write NA or ? in a numeric
 # column; a numeric column cannot have a level called "NA", so reading these as missing
 # there is safe. In non-numeric columns only the empty field is missing: "None" is a real
 # level of some ames_housing columns.
-NUMERIC_NA_TOKENS = frozenset({"?", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None"})
+NUMERIC_NA_TOKENS = (PANDAS_NA_TOKENS - {""}) | {"?"}
+
+# Tokens that mean "missing" in a CSV target, whatever its type. A class called "NA" or
+# "None" is far less likely than a missing label written the way pandas and R write it,
+# and a missing label made a class would be learned and scored as one.
+TARGET_NA_TOKENS = NUMERIC_NA_TOKENS
 
 
 def read_text(path):
@@ -85,8 +96,10 @@ def read_csv(path, categorical=()):
     pandas.DataFrame
         One column per header field. A column whose non-missing values all parse as
         numbers is ``float64``; any other column is ``category`` with its categories
-        sorted. Missing values: the empty field in every column, and also the tokens
-        ``? NA N/A n/a NaN nan null NULL None`` in numeric columns only.
+        sorted. Missing values: the empty field in every column, and also
+        :data:`NUMERIC_NA_TOKENS` (``?`` and the strings pandas reads as missing: ``NA
+        N/A n/a NaN nan null NULL None <NA> #N/A -NaN`` ...) in numeric columns only
+        (``datasets.load`` reads them as missing in a target of any type).
 
     Raises
     ------
@@ -141,6 +154,27 @@ def _csv_column(values, categorical=False):
         return parsed[codes]
     uniques[empty] = None
     return pd.Categorical(uniques[codes])
+
+
+def missing_target(y):
+    """Mark the missing-value strings of a CSV target as missing.
+
+    Parameters
+    ----------
+    y : pandas.Series
+        A target column as :func:`read_csv` returns it.
+
+    Returns
+    -------
+    pandas.Series
+        ``y``, with the categories in :data:`TARGET_NA_TOKENS` (``NA``, ``N/A``,
+        ``null``, ``None``, ``#N/A``, ``?`` ...) made NaN, as an empty field is; a numeric
+        column has them as NaN already.
+    """
+    if not isinstance(y.dtype, pd.CategoricalDtype):
+        return y
+    tokens = [c for c in y.cat.categories if c in TARGET_NA_TOKENS]
+    return y.cat.remove_categories(tokens) if tokens else y
 
 
 def split_target(frame, target, *, path, default_last):

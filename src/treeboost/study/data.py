@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..datasets.svmlight import SVMLIGHT_SUFFIXES, is_svmlight, read_svmlight
+from ..datasets.svmlight import SVMLIGHT_SUFFIXES, is_svmlight, read_svmlight_files
 from ..exceptions import DataError
 
 _TABULAR = (".arff", ".arff.gz", ".csv", ".csv.gz")
@@ -193,8 +193,9 @@ def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
     return_group : bool, default=False
         Also return the query sizes (None unless the task is ranking).
     zero_based : bool or "auto", default="auto"
-        Index base of an svmlight file (see ``treeboost.datasets.read_svmlight``); a
-        training file and its test file must be read with the same one.
+        Index base of an svmlight file (see ``treeboost.datasets.read_svmlight``); "auto"
+        decides from this file alone. A training file and its test file must be read
+        with the same one: read them together with :func:`load_svmlight_specs`.
 
     Returns
     -------
@@ -222,7 +223,7 @@ def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
     if spec.source.startswith("sklearn:"):
         X, y = _load_bundled(spec.source.split(":", 1)[1])
     elif is_svmlight_file(spec.source):
-        X, y, group = _load_svmlight(spec, zero_based)
+        ((X, y, group),), _ = load_svmlight_specs([spec], zero_based=zero_based)
     else:
         from ..datasets import load
 
@@ -258,8 +259,51 @@ def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
     return (X, y, task, None) if return_group else (X, y, task)
 
 
-def _load_svmlight(spec: DatasetSpec, zero_based):
-    """An svmlight file: always a ranking dataset, so it must have query groups."""
+def load_svmlight_specs(specs, *, zero_based="auto"):
+    """Ranking datasets in svmlight files that must agree, read with one index base.
+
+    A training file and its test file are read together
+    (``treeboost.datasets.read_svmlight_files``): one index base decided over both, so
+    that a zero-based test file in which feature 0 never occurs is not read one-based,
+    and one width.
+
+    Parameters
+    ----------
+    specs : list of DatasetSpec
+        svmlight datasets: no target, no query column, task None or "ranking".
+    zero_based : bool or "auto", default="auto"
+        Their index base; "auto": zero-based when any of them uses index 0.
+
+    Returns
+    -------
+    parts : list of (X, y, group)
+        Per spec: CSR features, relevance labels (float64, whole numbers >= 0) and query
+        sizes.
+    zero_based : bool
+        The index base they were read with, for reading new data alike.
+
+    Raises
+    ------
+    DataError
+        For a spec with a target, a query column or another task than ranking, a file
+        without query groups, labels that are not relevance grades, or an unreadable
+        file.
+    """
+    for spec in specs:
+        _check_svmlight_spec(spec)
+    parts, zero_based = read_svmlight_files([spec.source for spec in specs],
+                                            zero_based=zero_based)
+    for spec, (_, y, group) in zip(specs, parts, strict=True):
+        if group is None:
+            raise DataError(f"{spec.source}: ranking needs query groups, and this svmlight "
+                            f"file has neither 'qid:' tokens nor a {spec.source}.query file "
+                            "of query sizes beside it")
+        _relevance(y, spec.source)
+    return parts, zero_based
+
+
+def _check_svmlight_spec(spec: DatasetSpec) -> None:
+    """An svmlight file is always a ranking dataset, labelled by its first column."""
     if spec.target is not None:
         raise DataError(f"{spec.source}: target={spec.target!r} does not apply to an "
                         "svmlight file, whose label is the first value of each line")
@@ -271,12 +315,6 @@ def _load_svmlight(spec: DatasetSpec, zero_based):
         raise DataError(f"{spec.source}: an svmlight file is read for ranking only, and "
                         f"the task is {spec.task}; load it in Python for {spec.task} "
                         "(treeboost.datasets.read_svmlight)")
-    X, y, group = read_svmlight(spec.source, zero_based=zero_based)
-    if group is None:
-        raise DataError(f"{spec.source}: ranking needs query groups, and this svmlight file "
-                        f"has neither 'qid:' tokens nor a {spec.source}.query file of "
-                        "query sizes beside it")
-    return X, y, group
 
 
 def _ranking_data(X, y, group, spec):
@@ -320,6 +358,9 @@ def _relevance(y, source) -> np.ndarray:
 def _drop_missing_target(X, y, keep, source):
     """Leave out the rows without a target, saying how many and which.
 
+    A target is missing when empty, or in a CSV file written as one of the strings
+    pandas reads as missing (``NA``, ``null``, ``None`` ...: ``datasets.load`` makes
+    them NaN), so that ``NA`` is never a class of its own.
     Dropped with a warning rather than refused: a row without a target can be neither
     learned nor scored, and public datasets (OpenML's among them) often carry a few
     unlabelled rows, which a user would otherwise have to strip by hand; the warning
@@ -330,8 +371,9 @@ def _drop_missing_target(X, y, keep, source):
         raise DataError(f"{source}: target column {y.name!r} is empty in every row")
     first = ", ".join(str(i + 1) for i in missing[:5]) + (", ..." if missing.size > 5 else "")
     warnings.warn(f"{source}: {missing.size} of {keep.size} rows have no value in target "
-                  f"column {y.name!r} and are left out (data rows {first}, 1-based, "
-                  "header not counted)", UserWarning, stacklevel=3)
+                  f"column {y.name!r} (empty, or a missing-value string such as NA) and "
+                  f"are left out (data rows {first}, 1-based, header not counted)",
+                  UserWarning, stacklevel=3)
     return X[keep], y[keep]
 
 

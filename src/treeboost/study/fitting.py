@@ -224,7 +224,8 @@ def run_fit(task: FitTask) -> dict:
     train_set = _train_set(entry, estimator.max_bins, task.seed)
     with threads(1):
         booster = train(params, train_set)
-        stages = sorted(task.stages)
+        # a Bayesian trial may ask for a stage twice; staged_predict_raw takes each once
+        stages = sorted(set(task.stages))
         scores = {stage: score(fold.task, raw, fold.test_codes, booster.loss,
                                fold.test_group)
                   for stage, raw in zip(stages, booster.staged_predict_raw(entry.X_test, stages),
