@@ -128,7 +128,7 @@ def test_broadcast(root):
               np.arange(10, dtype=np.int64)[::2],  # not contiguous: sent as a copy
               np.array([True, False, True]),
               {"bins": [0.5, 1.5], "name": "f0"},
-              np.array(["a", "bc"])]  # not a wire dtype: pickled
+              np.array(["a", "bc"])]  # not a wire dtype: a plain value (dtype <U2)
 
     def fn(group):
         sent = [v if group.rank == root else None for v in values]
@@ -218,7 +218,7 @@ def test_allreduce_sum_disagreement_raises_on_every_rank(make, bad, message):
 
 
 @pytest.mark.parametrize("bad", [0, 2])
-def test_unpicklable_object_fails_every_rank(bad):
+def test_an_object_that_is_not_a_plain_value_fails_every_rank(bad):
     def fn(group):
         try:
             group.allgather((lambda: None) if group.rank == bad else group.rank)
@@ -229,7 +229,7 @@ def test_unpicklable_object_fails_every_rank(bad):
     for error in _run_group(3, fn):
         assert isinstance(error, CollectiveError)
         assert error.ranks == (bad,)
-        assert f"rank {bad}'s object cannot be pickled" in str(error)
+        assert f"rank {bad}'s object cannot be sent" in str(error)
 
 
 def test_different_operations_raise_on_every_rank():
@@ -479,3 +479,184 @@ def test_killed_process_fails_every_survivor_within_the_timeout(victim):
     assert procs[victim].exitcode == -signal.SIGKILL
     assert procs[survivor].exitcode == 0
     assert not any(p.is_alive() for p in procs.values())
+
+
+# -- payloads: plain values only, never code -------------------------------------------------
+
+#: what _RunsCode's unpickling did; stays empty while no peer's payload is unpickled
+_RAN = []
+
+
+def _record(what):
+    _RAN.append(what)
+
+
+class _RunsCode:
+    """An object whose unpickling calls a function (what an attacker's pickle would do)."""
+
+    def __reduce__(self):
+        return (_record, ("code ran",))
+
+
+def _rogue_message(op, payload, seq=1, arg=0):
+    """A raw ``_OBJECT`` message of operation ``op`` (the wire format, built by hand)."""
+    from treeboost import collective as wire
+
+    return wire._HEADER.pack(wire._OBJECT, wire._OP_CODES[op], 0, 0, arg, seq, len(payload),
+                             *(0,) * wire._MAX_NDIM) + payload
+
+
+def _read_until_closed(sock):
+    sock.settimeout(JOIN_LIMIT)
+    while sock.recv(1 << 16):
+        pass
+
+
+@pytest.mark.parametrize("op", ["allgather", "broadcast"])
+def test_a_peer_with_the_token_cannot_make_rank_0_run_its_pickle(op):
+    import pickle
+
+    from treeboost import collective as wire
+
+    _RAN.clear()
+    host = Collective.host(2, timeout=5.0)
+    payload = pickle.dumps(_RunsCode())
+
+    def rogue():  # a real rank 1 in every respect but the payload it sends
+        with socket.create_connection(host.address, timeout=5.0) as sock:
+            token = host.token.encode()
+            sock.sendall(wire._HELLO.pack(wire._MAGIC, wire.PROTOCOL_VERSION, 2, 1,
+                                          len(token)) + token)
+            sock.sendall(_rogue_message(op, payload, arg=1 if op == "broadcast" else 0))
+            _read_until_closed(sock)
+
+    thread = threading.Thread(target=rogue, daemon=True)
+    thread.start()
+    with host, pytest.raises(CollectiveError) as refused:
+        host.allgather(0) if op == "allgather" else host.broadcast(None, root=1)
+    thread.join(JOIN_LIMIT)
+    assert not thread.is_alive()
+    assert _RAN == []  # the pickle's code never ran
+    assert refused.value.ranks == (1,)
+    assert refused.value.operation == op
+    message = str(refused.value)
+    assert "rank 1 sent a payload that is not a plain value" in message
+    assert "0x80" in message  # the first byte of a pickle, named
+    assert host.closed
+
+
+def test_a_rogue_rank_0_cannot_make_a_joined_rank_run_its_pickle():
+    import pickle
+
+    from treeboost import collective as wire
+
+    _RAN.clear()
+    payload = pickle.dumps({"bins": _RunsCode()})
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(JOIN_LIMIT)
+
+        def rogue():  # accepts rank 1's join, then broadcasts a pickle
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(5.0)
+                hello = wire._recv_exact(conn, wire._HELLO.size, time.monotonic() + 5.0)
+                wire._recv_exact(conn, wire._HELLO.unpack(hello)[-1], time.monotonic() + 5.0)
+                conn.sendall(wire._WELCOME.pack(wire._MAGIC, 0, 7) + b"welcome")
+                wire._recv_exact(conn, wire._HEADER.size, time.monotonic() + 5.0)  # rank 1's
+                conn.sendall(_rogue_message("broadcast", payload))
+                _read_until_closed(conn)
+
+        thread = threading.Thread(target=rogue, daemon=True)
+        thread.start()
+        group = Collective.join(listener.getsockname()[:2], 1, 2, token="t", timeout=5.0)
+        with group, pytest.raises(CollectiveError, match="not a plain value") as refused:
+            group.broadcast(None, root=0)
+        thread.join(JOIN_LIMIT)
+    assert not thread.is_alive()
+    assert _RAN == []
+    assert refused.value.ranks == (0,)
+
+
+def test_objects_that_are_not_plain_values_are_refused_before_sending():
+    def fn(group):
+        try:
+            group.broadcast(_RunsCode() if group.rank == 0 else None)
+        except CollectiveError as error:
+            return error
+        return None
+
+    for error in _run_group(2, fn):
+        assert isinstance(error, CollectiveError)
+        assert error.ranks == (0,)
+        assert "rank 0's broadcast value cannot be sent" in str(error)
+        assert "_RunsCode" in str(error)
+    assert _RAN == []
+
+
+def _plain_values():
+    """Every kind of payload treeboost itself sends (booster.py, grower.py, dask.py) and
+    the plain values the collective documents."""
+    rng = np.random.default_rng(0)
+    rows = np.array([3, 0, 2], dtype=np.int64)
+    return [
+        # _gather_leaf_rows: (leaf row counts, y, raw, weights) of one member
+        (rows, rng.normal(size=5), rng.normal(size=5), np.ones(5)),
+        # _gather_columns: C-contiguous arrays, some empty
+        [rng.normal(size=(2, 4)), np.zeros(0, np.int64), np.arange(3, dtype=np.int64)],
+        ["training", "validation_0"],  # the evaluated data sets' names
+        1234,  # a member's row count
+        np.array([0.5, 2.0]),  # quantised gradients' scales
+        {"rank": 2, "sum": 2 / 3, "ok": True, "none": None, 5: "int key"},
+        ("nested", [1, (2.5, [b"raw bytes", -7])], {"deep": {"er": [None]}}),
+        2 ** 80, -(2 ** 70), float("nan"), float("-inf"), "", "ünïcode", b"",
+        np.float32(1.5), np.int64(-3), np.bool_(True), np.str_("s"),
+        np.array(["a", "bc"]), np.array([b"x"], dtype="S3"), np.array(1.25),
+        np.arange(12, dtype=">i4").reshape(3, 4),  # big-endian: kept as it is
+        np.asfortranarray(rng.normal(size=(3, 2))),  # not C order: values kept
+        np.array(["2024-01-01"], dtype="datetime64[D]"), np.arange(4, dtype=np.complex128),
+    ]
+
+
+@pytest.mark.parametrize("root", [0, 1])
+def test_every_plain_value_round_trips_through_broadcast_and_allgather(root):
+    values = _plain_values()
+
+    def fn(group):
+        mine = values if group.rank == root else None
+        # a 0-d array of a wire dtype, sent as raw bytes, keeps its shape
+        scalar = group.broadcast(np.array(2.5) if group.rank == root else None, root=root)
+        assert scalar.shape == ()
+        assert scalar == 2.5
+        return group.broadcast(mine, root=root), group.allgather((group.rank, values))
+
+    for rank, (broadcast, gathered) in enumerate(_run_group(3, fn)):
+        if rank == root:
+            assert broadcast is values  # the root keeps its own object
+        others = [v for r, v in gathered if r != rank]
+        for got in others if rank == root else [broadcast, *others]:
+            assert len(got) == len(values)
+            for g, v in zip(got, values, strict=True):
+                _assert_same_value(g, v)
+        assert [r for r, _ in gathered] == [0, 1, 2]
+
+
+def _assert_same_value(got, want):
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype
+        assert got.shape == want.shape
+        assert got.flags.c_contiguous
+        assert got.flags.writeable
+        assert_array_equal(got, want)
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _assert_same_value(g, w)
+    elif isinstance(want, dict):
+        assert list(got) == list(want)
+        for k in want:
+            _assert_same_value(got[k], want[k])
+    elif isinstance(want, float) and want != want:
+        assert got != got
+    else:
+        assert got == want

@@ -138,7 +138,9 @@ def test_refused_setting_is_one_clear_error_and_the_cluster_survives(client):
     Xd, yd = _spread(client, X), da.from_array(y, chunks=200)
     with pytest.raises(ValueError, match="colsample_bynode < 1") as info:
         DaskTreeBoostRegressor(**PARAMS, colsample_bynode=0.5, client=client).fit(Xd, yd)
-    assert "distributed fit failed on worker" in str(info.value)
+    # refused on the client, before any task ran on a worker (issue 33)
+    assert "distributed fit failed on worker" not in str(info.value)
+    assert str(info.value).startswith("DaskTreeBoostRegressor:")
     with pytest.raises(ValueError, match="class_weight"):
         DaskTreeBoostClassifier(class_weight="balanced", client=client).fit(Xd, yd > 0)
     model = DaskTreeBoostRegressor(**PARAMS, client=client).fit(Xd, yd)

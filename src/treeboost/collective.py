@@ -17,10 +17,20 @@ broadcast root, the operation's sequence number, the payload's length in bytes
 and up to eight dimensions) followed by the payload: an array's raw bytes
 (little-endian, C order, sent from the array itself with the header in one
 ``sendmsg``, read with ``recv_into`` straight into the destination array or a
-reused buffer: no pickling, no copy), a pickle (``broadcast`` of a non-array
-object and ``allgather`` only) or, for an error, a small JSON verdict. Every rank
+reused buffer: no copy), a plain value (``broadcast`` of anything else and
+``allgather``: see below) or, for an error, a small JSON verdict. Every rank
 other than 0 sends one message per operation and then waits for rank 0's answer,
 so at most one message is in flight each way on a connection.
+
+Plain values, not pickles: the session token travels in clear, so whoever reads
+it could join a group; a pickle from such a peer would run its code on every
+member. So ``broadcast`` and ``allgather`` carry only data, in a small tagged
+encoding (``_pack_plain`` / ``_unpack_plain``): None, bools, ints, floats, str,
+bytes, NumPy scalars, lists, tuples and dicts of those, and ndarrays of numbers,
+bools, dates or fixed-width text (by dtype, shape and raw bytes). Decoding builds
+nothing else, and refuses (one ``CollectiveError`` naming the peer) anything
+that is not such a value, a pickle included; rank 0 decodes every part before it
+forwards it, so a bad part never reaches the other ranks.
 
 The handshake (``_HELLO``) carries a magic, the protocol version, the world size,
 the rank and the session token; rank 0 answers with ``_WELCOME``: accepted, or
@@ -32,11 +42,11 @@ from __future__ import annotations
 import hmac
 import json
 import math
-import pickle
 import secrets
 import selectors
 import socket
 import struct
+import sys
 import time
 from collections import namedtuple
 
@@ -44,7 +54,8 @@ import numpy as np
 
 __all__ = ["PROTOCOL_VERSION", "Collective", "CollectiveError"]
 
-PROTOCOL_VERSION = 1
+# 2: broadcast and allgather carry plain values (1 carried pickles)
+PROTOCOL_VERSION = 2
 
 _MAGIC = b"TBCL"
 _HELLO = struct.Struct("<4sHIIH")  # magic, version, world size, rank, token length
@@ -61,8 +72,9 @@ _OPS = ("wait_for_peers", "barrier", "allreduce_sum", "broadcast", "allgather")
 _OP_CODES = {name: code for code, name in enumerate(_OPS)}
 
 # dtype codes travel in the header; code 0 is "no array". Explicit little-endian
-# dtypes: on a big-endian machine a native array is not one of these and is
-# pickled (broadcast) or refused (allreduce_sum) instead of sent with swapped bytes.
+# dtypes: on a big-endian machine a native array is not one of these and is sent
+# as a plain value with its dtype (broadcast) or refused (allreduce_sum) instead of
+# sent with swapped bytes.
 _DTYPES = (None,) + tuple(np.dtype(t) for t in (
     "<f8", "<i8", "<f4", "<i4", "<u8", "<u4", "<i2", "<u2", "i1", "u1", "?"))
 _DTYPE_CODES = {dtype: code for code, dtype in enumerate(_DTYPES) if dtype is not None}
@@ -153,8 +165,10 @@ class Collective:
     token : str
         The session token, the same on every rank: a join with another token is
         refused, so that two trainings on the same hosts cannot cross-connect. Not a
-        password: it travels in clear, and the group trusts its members (they
-        exchange pickles in :meth:`broadcast` and :meth:`allgather`).
+        password: it travels in clear. What a peer that has it can send is data
+        only (:meth:`broadcast` and :meth:`allgather` carry plain values, never
+        pickles), so it cannot run code on the members; it can still send wrong
+        numbers.
     timeout : float, default 60.0
         Seconds a rank waits for a silent peer in an operation before it gives up;
         choose it above the longest time one rank may spend computing between two
@@ -598,21 +612,25 @@ class Collective:
         ----------
         value : object
             On ``root``: an ndarray of a numeric or bool dtype (sent as raw bytes)
-            or any picklable object (pickled). Ignored on the other ranks.
+            or another plain value: None, bool, int, float, str, bytes, a NumPy
+            scalar, an ndarray of numbers, bools, dates or fixed-width text, or a
+            list, tuple or dict of those (nested up to 64 deep). Ignored on the
+            other ranks.
         root : int, default 0
             The rank whose value is sent; the same on every rank.
 
         Returns
         -------
         object
-            On ``root``, ``value`` itself; elsewhere a new array (C-contiguous, of the
-            same dtype and shape) or the unpickled object.
+            On ``root``, ``value`` itself; elsewhere a copy: arrays C-contiguous and
+            writeable, of the same dtype and shape; containers of the same types.
 
         Raises
         ------
         CollectiveError
             On every surviving rank: a rank died, went silent or named another root,
-            or ``value`` could not be pickled.
+            ``value`` is not a plain value, or the root sent something that is not
+            one (a pickle, say: refused, never loaded).
         """
         def body():
             if not 0 <= root < self._world_size:
@@ -626,6 +644,7 @@ class Collective:
                 return value
             if self._rank == 0:
                 deadline = time.monotonic() + self._timeout
+                decoded = None  # root r > 0's plain value
                 for r in range(1, self._world_size):
                     received = self._expect(r, "broadcast", root, deadline)
                     if r != root:
@@ -636,6 +655,8 @@ class Collective:
                     buffer = np.empty(received.nbytes, np.uint8)
                     payload = memoryview(buffer)
                     self._recv_into(r, payload, deadline)
+                    if kind == _OBJECT:  # decoded (checked) before anyone else gets it
+                        decoded = _unpack_plain(payload, r)
                 self._check_peers()
                 message = self._pack(kind, "broadcast", code, shape, len(payload), root)
                 ack = self._pack(_EMPTY, "broadcast", arg=root)
@@ -649,7 +670,7 @@ class Collective:
                     return value
                 if kind == _ARRAY:
                     return buffer.view(_DTYPES[code]).reshape(shape)
-                return pickle.loads(buffer)
+                return decoded
             header = self._pack(kind, "broadcast", code, shape, len(payload), root)
             self._send(0, header, payload, self._deadline())
             deadline = self._deadline() + self._grace
@@ -662,59 +683,60 @@ class Collective:
                 out = np.empty(received.shape, _DTYPES[received.dtype])
                 self._recv_into(0, _bytes_view(out), deadline)
                 return out
-            return pickle.loads(self._recv_bytes(0, received.nbytes, deadline))
+            return _unpack_plain(self._recv_bytes(0, received.nbytes, deadline), 0)
         return self._run("broadcast", body, root)
 
     def allgather(self, obj) -> list:
         """Every rank's ``obj``, in rank order, on every rank.
 
-        For small things (a sum for the initial score, parts of a metric, bin
-        samples): the objects are pickled, and rank 0 forwards all of them to each
-        rank.
+        For small things (a sum for the initial score, parts of a metric, a leaf's
+        rows): each object is encoded as a plain value, and rank 0 forwards all of
+        them to each rank.
 
         Parameters
         ----------
         obj : object
-            This rank's object; picklable.
+            This rank's object: a plain value, as :meth:`broadcast` takes.
 
         Returns
         -------
         list
             ``world_size`` objects, rank 0's first; this rank's entry is ``obj``
-            itself, the others are unpickled copies.
+            itself, the others are decoded copies.
 
         Raises
         ------
         CollectiveError
-            On every surviving rank: a rank died, went silent, or its object could
-            not be pickled.
+            On every surviving rank: a rank died, went silent, or its object is not
+            a plain value (or what it sent is not one: refused, never loaded).
         """
         def body():
-            try:
-                mine = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as error:
-                raise _Failure((self._rank,), f"rank {self._rank}'s object cannot be "
-                               f"pickled ({error!r})", local=True) from None
+            mine = _pack_plain(obj, self._rank, "object")
             if self._world_size == 1:
                 return [obj]
             if self._rank == 0:
                 deadline = time.monotonic() + self._timeout
-                parts = [mine]
+                parts, out = [mine], [obj]
                 for r in range(1, self._world_size):
                     received = self._expect(r, "allgather", 0, deadline)
                     self._check_kind(r, received, _OBJECT)
                     parts.append(self._recv_bytes(r, received.nbytes, deadline))
-                # the parts travel as they came, each rank unpickles them once
-                payload = pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
+                    # decoded (checked) before it is forwarded
+                    out.append(_unpack_plain(parts[-1], r))
+                # the parts travel as they came (a list of bytes), decoded once each
+                payload = _pack_plain(parts, 0, "object")
                 self._send_all(self._pack(_OBJECT, "allgather", nbytes=len(payload)), payload)
-            else:
-                self._send(0, self._pack(_OBJECT, "allgather", nbytes=len(mine)), mine,
-                           self._deadline())
-                deadline = self._deadline() + self._grace
-                received = self._reply("allgather", deadline)
-                self._check_kind(0, received, _OBJECT)
-                parts = pickle.loads(self._recv_bytes(0, received.nbytes, deadline))
-            return [obj if r == self._rank else pickle.loads(part)
+                return out
+            self._send(0, self._pack(_OBJECT, "allgather", nbytes=len(mine)), mine,
+                       self._deadline())
+            deadline = self._deadline() + self._grace
+            received = self._reply("allgather", deadline)
+            self._check_kind(0, received, _OBJECT)
+            parts = _unpack_plain(self._recv_bytes(0, received.nbytes, deadline), 0)
+            if (type(parts) is not list or len(parts) != self._world_size
+                    or any(type(p) is not bytes for p in parts)):
+                raise _Failure((0,), "rank 0 sent a malformed allgather answer")
+            return [obj if r == self._rank else _unpack_plain(part, r)
                     for r, part in enumerate(parts)]
         return self._run("allgather", body)
 
@@ -986,13 +1008,212 @@ def _recv_exact(sock: socket.socket, nbytes: int, deadline: float) -> bytes:
 
 def _encode(value, rank: int):
     """(kind, dtype code, shape, payload) of rank ``rank``'s broadcast value: raw bytes
-    for a plain ndarray of a wire dtype, else a pickle."""
+    for a plain ndarray of a wire dtype, else the plain-value encoding."""
     if (type(value) is np.ndarray and value.dtype in _DTYPE_CODES
             and value.ndim <= _MAX_NDIM):
-        array = np.ascontiguousarray(value)
+        array = _c_order(value)
         return _ARRAY, _DTYPE_CODES[array.dtype], array.shape, _bytes_view(array)
+    return _OBJECT, 0, (), _pack_plain(value, rank, "broadcast value")
+
+
+# -- plain values: the payloads of broadcast and allgather -----------------------------------
+#
+# One tag byte, then the value: None, False, True; an int as int64 ('q') or, beyond
+# it, as its decimal digits; a float as a double; str (UTF-8) and bytes with a u32
+# length; a list, tuple or dict with a u32 count and its items (a dict's keys and
+# values alternating); an ndarray or NumPy scalar as its dtype string (e.g. "<f8"),
+# shape and raw C-order bytes. Nothing else is encoded or decoded: no class is
+# looked up and no callable is called on the receiving side but the constructors of
+# these types.
+(_T_NONE, _T_FALSE, _T_TRUE, _T_INT, _T_BIGINT, _T_FLOAT, _T_STR, _T_BYTES, _T_LIST,
+ _T_TUPLE, _T_DICT, _T_ARRAY, _T_SCALAR) = range(1, 14)
+_U8 = struct.Struct("<B")
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_U64 = struct.Struct("<Q")
+_F64 = struct.Struct("<d")
+#: nesting deeper than this is refused both ways (a bounded recursion on each side)
+_MAX_DEPTH = 64
+#: array kinds sent by dtype and bytes: numbers, bools, dates and times, fixed-width
+#: text; never objects, structured or void dtypes (whose bytes are not the values)
+_PLAIN_KINDS = frozenset("biufcmMSU")
+_CONTAINERS = {list: _T_LIST, tuple: _T_TUPLE}
+
+
+class _NotPlain(Exception):
+    """Internal: a value that is not a plain value, or bytes that do not encode one."""
+
+
+def _plain_dtype(dtype: np.dtype) -> bool:
+    return dtype.kind in _PLAIN_KINDS and not dtype.hasobject and dtype.fields is None \
+        and dtype.subdtype is None
+
+
+def _pack_plain(value, rank: int, what: str) -> bytes:
+    """``value`` in the plain-value encoding; a local ``_Failure`` naming what is not plain."""
+    out: list = []
     try:
-        return _OBJECT, 0, (), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as error:
-        raise _Failure((rank,), f"rank {rank}'s broadcast value cannot be pickled "
-                               f"({error!r})", local=True) from None
+        _pack(value, out, 0)
+    except _NotPlain as error:
+        raise _Failure((rank,), f"rank {rank}'s {what} cannot be sent: {error}; the "
+                       "collective carries only None, bool, int, float, str, bytes, NumPy "
+                       "scalars and arrays of numbers, bools, dates or text, and lists, "
+                       "tuples and dicts of those", local=True) from None
+    return b"".join(out)
+
+
+def _pack(value, out: list, depth: int) -> None:
+    if depth >= _MAX_DEPTH:
+        raise _NotPlain(f"it is nested more than {_MAX_DEPTH} deep")
+    kind = type(value)
+    if value is None:
+        out.append(_U8.pack(_T_NONE))
+    elif kind is bool:
+        out.append(_U8.pack(_T_TRUE if value else _T_FALSE))
+    elif kind is int:
+        if -(1 << 63) <= value < (1 << 63):
+            out.append(_U8.pack(_T_INT) + _I64.pack(value))
+        else:
+            try:
+                digits = str(value).encode("ascii")
+            except ValueError:  # beyond sys.get_int_max_str_digits()
+                raise _NotPlain("an int of more than "
+                                f"{sys.get_int_max_str_digits()} digits is too long") from None
+            _pack_bytes(_T_BIGINT, digits, out)
+    elif kind is float:
+        out.append(_U8.pack(_T_FLOAT) + _F64.pack(value))
+    elif kind is str:
+        _pack_bytes(_T_STR, value.encode("utf-8", "surrogatepass"), out)
+    elif kind in (bytes, bytearray):
+        _pack_bytes(_T_BYTES, bytes(value), out)
+    elif kind in _CONTAINERS:
+        out.append(_U8.pack(_CONTAINERS[kind]) + _U32.pack(len(value)))
+        for item in value:
+            _pack(item, out, depth + 1)
+    elif kind is dict:
+        out.append(_U8.pack(_T_DICT) + _U32.pack(len(value)))
+        for key, item in value.items():
+            _pack(key, out, depth + 1)
+            _pack(item, out, depth + 1)
+    elif kind is np.ndarray or isinstance(value, np.generic):
+        array = _c_order(value)
+        if not _plain_dtype(array.dtype) or array.ndim > 255:
+            raise _NotPlain(f"an array of dtype {array.dtype} is not a plain value")
+        dtype = array.dtype.str.encode("ascii")
+        out.append(_U8.pack(_T_ARRAY if kind is np.ndarray else _T_SCALAR)
+                   + _U8.pack(len(dtype)) + dtype + _U8.pack(array.ndim)
+                   + b"".join(_U64.pack(n) for n in array.shape) + _U64.pack(array.nbytes))
+        out.append(_bytes_view(array) if array.size else b"")
+    else:
+        raise _NotPlain(f"{_type_name(value)} is not a plain value")
+
+
+def _c_order(value) -> np.ndarray:
+    """``value`` as a C-contiguous array of its shape (``np.ascontiguousarray`` would
+    make a 0-d array 1-d)."""
+    array = np.asarray(value)
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
+def _pack_bytes(tag: int, data: bytes, out: list) -> None:
+    out.append(_U8.pack(tag) + _U32.pack(len(data)))
+    out.append(data)
+
+
+def _type_name(value) -> str:
+    kind = type(value)
+    return f"a {kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" \
+        else f"a {kind.__qualname__}"
+
+
+class _Reader:
+    """Bounds-checked reads from a received payload."""
+
+    def __init__(self, data):
+        self.view = memoryview(data).cast("B")
+        self.pos = 0
+
+    def take(self, n: int) -> memoryview:
+        if n > len(self.view) - self.pos:
+            raise _NotPlain(f"it ends within a value (byte {self.pos} of {len(self.view)})")
+        self.pos += n
+        return self.view[self.pos - n:self.pos]
+
+    def unpack(self, fmt: struct.Struct):
+        return fmt.unpack(self.take(fmt.size))[0]
+
+
+def _unpack_plain(data, rank: int):
+    """The plain value rank ``rank`` sent in ``data``; a ``_Failure`` naming it if not one."""
+    reader = _Reader(data)
+    try:
+        value = _unpack(reader, 0)
+        if reader.pos != len(reader.view):
+            raise _NotPlain(f"{len(reader.view) - reader.pos} bytes follow the value")
+    except _NotPlain as error:
+        raise _Failure((rank,), f"rank {rank} sent a payload that is not a plain value "
+                       f"({error}): refused, nothing of it was loaded") from None
+    return value
+
+
+def _unpack(reader: _Reader, depth: int):
+    if depth >= _MAX_DEPTH:
+        raise _NotPlain(f"it is nested more than {_MAX_DEPTH} deep")
+    at = reader.pos
+    tag = reader.unpack(_U8)
+    if tag == _T_NONE:
+        return None
+    if tag in (_T_FALSE, _T_TRUE):
+        return tag == _T_TRUE
+    if tag == _T_INT:
+        return reader.unpack(_I64)
+    if tag == _T_FLOAT:
+        return reader.unpack(_F64)
+    if tag in (_T_BIGINT, _T_STR, _T_BYTES):
+        data = bytes(reader.take(reader.unpack(_U32)))
+        try:
+            if tag == _T_BIGINT:
+                if not data.lstrip(b"-").isdigit():
+                    raise ValueError("not digits")
+                return int(data)
+            return data.decode("utf-8", "surrogatepass") if tag == _T_STR else data
+        except ValueError:
+            raise _NotPlain(f"the {'int' if tag == _T_BIGINT else 'str'} at byte {at} "
+                            "is malformed") from None
+    if tag in (_T_LIST, _T_TUPLE):
+        items = [_unpack(reader, depth + 1) for _ in range(reader.unpack(_U32))]
+        return items if tag == _T_LIST else tuple(items)
+    if tag == _T_DICT:
+        out = {}
+        for _ in range(reader.unpack(_U32)):
+            key = _unpack(reader, depth + 1)
+            try:
+                out[key] = _unpack(reader, depth + 1)
+            except TypeError:  # a list as a key
+                raise _NotPlain(f"the dict at byte {at} has an unhashable key") from None
+        return out
+    if tag in (_T_ARRAY, _T_SCALAR):
+        return _unpack_array(reader, tag, at)
+    raise _NotPlain(f"unknown tag 0x{tag:02x} at byte {at}"
+                    + (": a pickle" if tag == 0x80 and at == 0 else ""))
+
+
+def _unpack_array(reader: _Reader, tag: int, at: int):
+    name = bytes(reader.take(reader.unpack(_U8)))
+    try:
+        # a dtype string is parsed, never evaluated; the kinds are checked below
+        dtype = np.dtype(name.decode("ascii"))
+    except (TypeError, ValueError, UnicodeDecodeError):
+        raise _NotPlain(f"the array at byte {at} has dtype {name!r}") from None
+    if not _plain_dtype(dtype) or dtype.str.encode("ascii") != name:
+        raise _NotPlain(f"the array at byte {at} has dtype {name!r}, not a plain one")
+    shape = tuple(reader.unpack(_U64) for _ in range(reader.unpack(_U8)))
+    nbytes = reader.unpack(_U64)
+    if tag == _T_SCALAR and shape != () or nbytes != dtype.itemsize * math.prod(shape):
+        raise _NotPlain(f"the array at byte {at} has {nbytes} bytes for shape {shape} "
+                        f"of {dtype}")
+    # a fresh, aligned array (the kernels read them), not a view into the payload
+    out = np.empty(shape, dtype)
+    if nbytes:
+        _bytes_view(out)[:] = reader.take(nbytes)
+    return out[()] if tag == _T_SCALAR else out

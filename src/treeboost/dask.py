@@ -4,9 +4,15 @@
 parameters (plus ``client``) and run data-parallel training (``treeboost.train`` over a
 ``treeboost.collective.Collective``) where the data lies:
 
+0. The parameters are checked on the client before any data is read: a bad value, or
+   a setting data-parallel training does not support (``check_distributed``), is
+   refused with its name, and nothing runs on the cluster.
 1. X, y and the weights are stacked into one row-chunked float matrix (labels encoded
    to ``0..K-1`` on the workers for the classifier) and persisted, so that each
-   partition's rows, labels and weights sit on one worker.
+   partition's rows, labels and weights sit on one worker. Each block is checked to
+   have the shape its dask array declares; then one small task per block counts
+   what the local estimators refuse (+-inf in X, a non-finite y, a negative or
+   non-finite weight, fewer than 2 positive weights), raised on the client.
 2. The common bins are ``BinMapper.fit``'s of all the rows: the client fetches the
    seeded row sample (up to ``BIN_SAMPLE_ROWS`` rows) that ``fit`` would draw, and the
    workers count the categorical features' values over every row.
@@ -36,12 +42,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _validation
 from . import params as _params
+from ._dtypes import X_BINNED_DTYPE
 from .binning import BinMapper
+from .booster import Booster, check_distributed
 from .collective import Collective, CollectiveError
-from .dataset import Dataset, categorical_mask, merge_counts
+from .dataset import Dataset, _is_category, _is_numeric, categorical_mask, merge_counts
+from .modes import check_mode
 from .sampling import make_streams
 from .sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor, _params_doc
-from .training import train
+from .training import _loss, boosting_params, train
 
 __all__ = ["DaskTreeBoostClassifier", "DaskTreeBoostRanker", "DaskTreeBoostRegressor"]
 
@@ -93,10 +102,18 @@ def _host_ip() -> str:
 
 
 def _rows(parts, n_features: int) -> list:
-    """Stacked partitions ``[X | y | w | ...]`` without their rows of weight 0."""
+    """Stacked partitions ``[X | y | w | ...]`` without their rows of weight 0.
+
+    The client refused negative and non-finite weights (``_check_persisted``), so the
+    rows left out are those of weight 0 only. In training such a row is not there, as
+    locally. A validation row of weight 0 counts for nothing in the weighted metrics,
+    so leaving it out changes no value; the local estimators keep it, but
+    ``Dataset.from_chunks`` takes no row of weight 0, and one member's validation rows
+    may all be of weight 0 where the set's are not.
+    """
     out = []
     for part in parts:
-        keep = part[:, n_features + 1] > 0  # weight 0: the row is not there (as locally)
+        keep = part[:, n_features + 1] > 0
         out.append(part if keep.all() else part[keep])
     return out
 
@@ -181,6 +198,43 @@ def _count_categories(block, columns):
     return out
 
 
+def _checked_block(block, label: str, block_info=None):
+    """``block`` itself, once its shape is the one its dask array declares for it.
+
+    A dask array built with ``from_delayed`` or ``map_blocks`` declares its blocks'
+    shapes without computing them; a block that is narrower or shorter than declared
+    would otherwise be stacked with the wrong columns and fail (or, worse, not fail)
+    deep in training.
+    """
+    info = block_info[None]
+    declared = tuple(info["chunk-shape"])
+    shape = tuple(getattr(block, "shape", ()))
+    if shape == declared:
+        return block
+    where = tuple(info["chunk-location"])
+    rows = info["array-location"][0]
+    at = f"{label}: block {where} (rows {rows[0]}:{rows[1]})"
+    if len(shape) != len(declared):
+        got = f"has shape {shape}, but the dask array declares shape {declared}"
+    elif len(shape) == 2 and shape[1] != declared[1]:
+        got = (f"has {shape[1]} columns, but the dask array declares {declared[1]} "
+               f"(and {declared[0]} rows, it has {shape[0]})")
+    else:
+        got = f"has {shape[0]} rows, but the dask array declares {declared[0]}"
+    raise ValueError(f"{at} {got}: its chunks do not describe what its blocks compute "
+                     "(check the shape= given to from_delayed or the chunks= given to "
+                     "map_blocks)")
+
+
+def _block_summary(block, n_features: int):
+    """One row of counts over a stacked block ``[X | y | w | ...]``: X's infinite values,
+    y's non-finite ones, w's negative, non-finite and positive ones, and w's minimum."""
+    X, y, w = block[:, :n_features], block[:, n_features], block[:, n_features + 1]
+    return np.array([[np.count_nonzero(np.isinf(X)), np.count_nonzero(~np.isfinite(y)),
+                      np.count_nonzero(w < 0), np.count_nonzero(~np.isfinite(w)),
+                      np.count_nonzero(w > 0), np.min(w, initial=0.0, where=w < 0)]])
+
+
 def _predict_block(block, model, method, names):
     if names is not None:
         import pandas as pd
@@ -198,11 +252,7 @@ def _as_dask_array(X, what: str):
     if isinstance(X, (dd.DataFrame, dd.Series)):
         names = None
         if isinstance(X, dd.DataFrame):
-            bad = [str(c) for c, t in X.dtypes.items() if str(t) == "category"
-                   or not (np.issubdtype(t, np.number) or np.issubdtype(t, np.bool_))]
-            if bad:
-                raise TypeError(f"{what} has non-numeric (e.g. category) columns {bad}: "
-                                "treeboost.dask supports numeric columns only")
+            X = _numeric_frame(X, what)
             names = [str(c) for c in X.columns]
         return X.to_dask_array(lengths=True), names
     if isinstance(X, da.Array):
@@ -210,7 +260,32 @@ def _as_dask_array(X, what: str):
     raise TypeError(f"{what} must be a dask array or dask dataframe, got {type(X).__name__}")
 
 
-def _check_X(X):
+def _numeric_frame(X, what: str):
+    """A dask DataFrame of numeric columns, as ``frame_to_array`` reads a local one; the
+    first column it cannot take is refused by name.
+
+    Nullable and Arrow-backed numbers and booleans become float64 with NaN for a
+    missing value (``to_dask_array`` would give an object array of them).
+    """
+    floats = {}
+    for column, dtype in X.dtypes.items():
+        if _is_category(dtype):
+            raise TypeError(f"{what}: column {column!r} has dtype {dtype}: treeboost.dask "
+                            "does not take 'category' columns yet; code it as integers and "
+                            "name it in categorical_features")
+        if not _is_numeric(dtype):  # text (pandas 3's "str"), objects, dates, ...
+            raise TypeError(f"{what}: column {column!r} has dtype {dtype}: convert it to "
+                            "numbers (treeboost.dask takes numeric and boolean columns; code "
+                            "a categorical one as integers and name it in "
+                            "categorical_features)")
+        if not isinstance(dtype, np.dtype):
+            floats[column] = "float64"
+    return X.astype(floats) if floats else X
+
+
+def _check_X(X, label: str = "X"):
+    """X as a float64 dask array of one column chunk, and its column names; ``label``
+    names it in the errors its blocks raise when computed."""
     X, names = _as_dask_array(X, "X")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s)")
@@ -218,10 +293,11 @@ def _check_X(X):
         raise TypeError(f"X must be numeric, got dtype {X.dtype}")
     if any(np.isnan(c) for c in X.chunks[0]):
         X = X.compute_chunk_sizes()
+    X = X.map_blocks(_checked_block, label, dtype=X.dtype, meta=X._meta)
     return X.astype(np.float64).rechunk({1: -1}), names
 
 
-def _check_vector(v, X, what: str):
+def _check_vector(v, X, what: str, label: str | None = None):
     v, _ = _as_dask_array(v, what)
     if v.ndim == 2 and v.shape[1] == 1:
         v = v[:, 0]
@@ -231,6 +307,8 @@ def _check_vector(v, X, what: str):
         v = v.compute_chunk_sizes()
     if v.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but {what} has {v.shape[0]}")
+    # checked before the rechunk, which slices the blocks where they are declared to end
+    v = v.map_blocks(_checked_block, label or what, dtype=v.dtype, meta=v._meta)
     return v.rechunk((X.chunks[0],))
 
 
@@ -291,6 +369,63 @@ def _by_worker(client, futures, sizes) -> dict:
     return groups
 
 
+def _check_persisted(client, data, valid, n_features: int) -> None:
+    """Raise on the client, naming the argument, what the local estimators refuse in the
+    persisted training and validation matrices.
+
+    Training (``TreeBoostRegressor._check_training_data``): +-inf in X, a non-finite y,
+    a negative or non-finite weight, fewer than 2 rows of positive weight. Validation
+    (``_eval_data``, ``Dataset``): +-inf in X, a non-finite y, a negative or
+    non-finite weight, no row of positive weight. A block that failed to compute (a
+    shape other than its declared one, ``_checked_block``) raises its own error first.
+    One task per block, where it lies; its counts come back.
+    """
+    for _, futures in (data, *valid):
+        for future in futures:
+            if future.status == "error":
+                raise future.exception()
+    summaries = client.compute([
+        d.map_blocks(_block_summary, n_features, chunks=((1,) * d.numblocks[0], (6,)),
+                     dtype=np.float64, meta=np.empty((0, 0)))
+        for d, _ in (data, *valid)], sync=True)
+    for i, summary in enumerate(summaries):
+        x_inf, y_bad, w_negative, w_bad, w_positive = summary[:, :5].sum(axis=0).astype(int)
+        where = "" if i == 0 else f"eval_set[{i - 1}]: "
+        if x_inf:
+            raise ValueError(f"{where}X contains {x_inf} infinite value(s): treeboost "
+                             "refuses +-inf in X, as the local estimators do (it is nearly "
+                             "always a division by zero upstream); use NaN for a missing "
+                             "value")
+        if y_bad:
+            raise ValueError(f"{where}y contains {y_bad} NaN or infinite value(s): every "
+                             "target must be a finite number")
+        if w_bad:
+            raise ValueError(f"{where}sample_weight contains NaN or infinity ({w_bad} "
+                             "value(s))")
+        if w_negative:
+            raise ValueError(f"{where}sample_weight has {w_negative} negative value(s) (the "
+                             f"smallest {summary[:, 5].min():g}): weights must be >= 0")
+        if i == 0 and w_positive < 2:
+            raise ValueError("sample_weight must be positive for at least 2 samples; "
+                             f"{w_positive} are")
+        if i > 0 and w_positive == 0:
+            raise ValueError(f"{where}sample_weight is 0 on every row: a row of weight 0 "
+                             "is not there, so nothing would be evaluated")
+
+
+def _release(*collections) -> None:
+    """Let the cluster forget the persisted ``collections`` now.
+
+    Not left to garbage collection: after an error the traceback holds ``_fit``'s
+    frame, and with it the futures, for as long as the caller keeps the exception.
+    """
+    from distributed import futures_of
+
+    for collection in collections:
+        for future in futures_of(collection):
+            future.release()
+
+
 class _DaskTreeBoostBase(BaseEstimator):
     """Shared fit/predict machinery of the Dask estimators."""
 
@@ -303,13 +438,16 @@ class _DaskTreeBoostBase(BaseEstimator):
         Parameters
         ----------
         X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
-            Row-chunked numeric data (NaN allowed: missing); a dataframe's columns
-            must be numeric (integer-coded categories named in ``categorical_features``;
-            no ``category`` dtype yet).
+            Row-chunked numeric data (NaN allowed: missing; +-inf refused); a
+            dataframe's columns must be numbers or booleans (nullable and
+            Arrow-backed ones read as float64, NA as NaN; integer-coded categories
+            named in ``categorical_features``; no ``category`` or text dtype).
+            Every block must have the shape its dask array declares.
         y : dask.array.Array of shape (n_samples,) or dask.dataframe.Series
-            Targets (class labels for the classifier).
+            Targets (class labels for the classifier); finite.
         sample_weight : dask.array.Array or dask.dataframe.Series, default=None
-            Non-negative row weights; a row of weight 0 is left out.
+            Finite, non-negative row weights, positive on at least 2 rows; a row of
+            weight 0 is left out.
         eval_set : list of (X, y) pairs of dask collections, default=None
             Validation sets, evaluated after every stage on the rows of all the
             members (their partitions go to the workers that hold them, or to rank
@@ -317,7 +455,8 @@ class _DaskTreeBoostBase(BaseEstimator):
             Without one, early stopping holds out ``validation_fraction`` of the
             rows, drawn on the client from ``random_state`` (not stratified).
         eval_sample_weight : list of dask collections or None, default=None
-            Row weights of each validation set.
+            Row weights of each validation set: finite, non-negative, not all 0; a
+            row of weight 0 counts for nothing.
 
         Returns
         -------
@@ -327,7 +466,14 @@ class _DaskTreeBoostBase(BaseEstimator):
         Raises
         ------
         ValueError
-            A setting that data-parallel training does not support (named), or bad data.
+            A bad parameter value or a setting that data-parallel training does not
+            support (named; refused on the client before any data is read); bad
+            data, named as the local estimators name it (a block whose shape is not
+            its declared one names the block and both shapes).
+        TypeError
+            A column or array that is not numeric (a dataframe's column is named).
+        DivergenceError
+            Training diverged on the workers (as ``TreeBoostRegressor.fit`` raises).
         RuntimeError
             A training task failed (a worker died, a peer went silent); the other
             tasks are cancelled.
@@ -336,18 +482,24 @@ class _DaskTreeBoostBase(BaseEstimator):
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, qid=None,
              eval_qid=None):
-        from distributed import Variable, default_client, wait
+        from distributed import default_client, wait
 
         client = self.client if self.client is not None else default_client()
-        self._refuse_unsupported()
+        seed = self._seed()
+        params = {k: v for k, v in self.get_params().items() if k != "client"}
+        params["random_state"] = seed
+        # before anything is computed or persisted: a refused setting costs no data
+        self._refuse_unsupported(params)
         X, names = _check_X(X)
         y = _check_vector(y, X, "y")
         n, n_features = X.shape
         if n < 2:
             raise ValueError(f"fit needs at least 2 samples, got {n}")
-        seed = self._seed()
-        params = {k: v for k, v in self.get_params().items() if k != "client"}
-        params["random_state"] = seed
+        if sample_weight is not None:
+            sample_weight = _check_vector(sample_weight, X, "sample_weight")
+            if sample_weight.dtype.kind not in "biuf":
+                raise TypeError(f"sample_weight must be numeric, got dtype "
+                                f"{sample_weight.dtype}")
         y = self._encode_target(y, client, params)
         evals = self._check_eval_sets(eval_set, eval_sample_weight, n_features, client)
         kind, extra, extras = None, None, [None] * len(evals)
@@ -366,7 +518,22 @@ class _DaskTreeBoostBase(BaseEstimator):
         data = _persist_stacked(client, X, y, sample_weight, extra, f"data-{fit_id}")
         valid = [_persist_stacked(client, Xe, ye, we, e, f"valid{i}-{fit_id}")
                  for i, ((Xe, ye, we), e) in enumerate(zip(evals, extras, strict=True))]
-        wait([f for _, futures in (data, *valid) for f in futures])
+        try:
+            wait([f for _, futures in (data, *valid) for f in futures])
+            _check_persisted(client, data, valid, n_features)
+            booster = self._train(client, data, valid, kind, n, n_features, seed, params,
+                                  names, fit_id)
+        finally:  # the partitions live no longer than the fit
+            _release(data[0], *(v[0] for v in valid))
+        self._finish(booster, params, names)
+        return self
+
+    def _train(self, client, data, valid, kind, n, n_features, seed, params, names,
+               fit_id):
+        """The common bins, then one training task per worker holding training rows;
+        rank 0's model (``self.workers_`` and ``self.collective_stats_`` set)."""
+        from distributed import Variable
+
         bin_mapper = self._fit_bins(data[0], n, n_features, seed, client, names)
 
         # each member: the training partitions on its worker (in row order)
@@ -398,11 +565,10 @@ class _DaskTreeBoostBase(BaseEstimator):
                 Variable(rendezvous, client=client).delete()
             except Exception:  # best effort cleanup
                 pass
-            del data, valid, groups, per_member, tasks  # the partitions live no longer
+            for task in tasks:  # their inputs, the partitions, are released by _fit
+                task.release()
         self.collective_stats_ = [stats for _, stats in boosters]
-        booster = boosters[0][0]
-        self._finish(booster, params, names)
-        return self
+        return boosters[0][0]
 
     def _check_eval_sets(self, eval_set, eval_sample_weight, n_features, client):
         """[(X, y, w)] of the validation sets, checked and encoded as the training data."""
@@ -419,14 +585,16 @@ class _DaskTreeBoostBase(BaseEstimator):
         for i, pair in enumerate(eval_set):
             try:
                 Xe, ye = pair
-                Xe, _ = _check_X(Xe)
+                Xe, _ = _check_X(Xe, f"eval_set[{i}]: X")
                 if Xe.shape[1] != n_features:
                     raise ValueError(f"X has {Xe.shape[1]} features, the training data "
                                      f"{n_features}")
-                ye = self._encode_eval_target(_check_vector(ye, Xe, "y"), client)
+                ye = self._encode_eval_target(
+                    _check_vector(ye, Xe, "y", f"eval_set[{i}]: y"), client)
                 we = None if eval_sample_weight is None else eval_sample_weight[i]
                 if we is not None:
-                    we = _check_vector(we, Xe, "sample_weight")
+                    we = _check_vector(we, Xe, "sample_weight",
+                                       f"eval_sample_weight[{i}]")
             except (ValueError, TypeError) as exc:
                 raise type(exc)(f"eval_set[{i}]: {exc}") from exc
             evals.append((Xe, ye, we))
@@ -469,7 +637,15 @@ class _DaskTreeBoostBase(BaseEstimator):
                                f"{type(exc).__name__}: {exc}") from exc
         return client.gather(tasks)
 
-    def _refuse_unsupported(self) -> None:
+    def _refuse_unsupported(self, params: dict) -> None:
+        """Refuse, on the client and before any data is read, a bad parameter value or a
+        setting data-parallel training does not support.
+
+        The checks are those ``train`` makes on every member (the parameter table,
+        ``check_mode``, ``booster.check_distributed``), made here first: in a worker
+        they would come after the data was persisted and the training tasks started.
+        """
+        name = type(self).__name__
         refused = []
         if getattr(self, "class_weight", None) is not None:
             refused.append("class_weight")
@@ -477,9 +653,21 @@ class _DaskTreeBoostBase(BaseEstimator):
             refused.append("trace=True")
         if self.verbose:
             refused.append("verbose")
+        if self.warm_start:  # fit would silently start over: continued training is not done
+            refused.append("warm_start=True (continued training)")
         if refused:
-            raise ValueError(f"{type(self).__name__} does not support {', '.join(refused)} "
-                             "yet")
+            raise ValueError(f"{name} does not support {', '.join(refused)} yet")
+        _params.validate(params, self._scope)
+        p = boosting_params(params, self._scope)
+        # the loss is what its name and parameters make it; the classes (counted from
+        # the data later) change nothing that check_distributed reads
+        loss = _loss(dict(params, n_classes=params.get("n_classes") or 2), np.zeros(1))
+        probe = Booster(loss, BinMapper(), p)
+        try:
+            check_distributed(probe, (), None, None, np.empty((0, 0), dtype=X_BINNED_DTYPE))
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        check_mode(p)
 
     def _seed(self) -> int:
         if isinstance(self.random_state, numbers.Integral):
@@ -727,16 +915,15 @@ evals_result_ : dict
 Notes
 -----
 ``n_jobs=None`` (or -1) trains with each worker's Dask threads (``nthreads``).
-Data-parallel training does not support (refused with the reason, see
-``treeboost.booster.check_distributed``): GOSS, DART and random forests,
-``colsample_bynode`` < 1,
-``rank_xendcg`` (the median, quantile and Huber F0, leaves and delta are computed
-from every worker's rows, gathered),
-monotone and interaction constraints, ``category`` dtype columns (integer-coded
-categorical columns named in ``categorical_features`` are supported), ``class_weight``,
-``verbose``, ``trace``, ``init_score``, continued training. Validation sets and
-early stopping are supported: the metrics are evaluated on the rows of all the
-workers.
+Data-parallel training does not support (refused with the reason, on the client before
+any data is read, see ``treeboost.booster.check_distributed``): GOSS, DART and random
+forests, ``colsample_bynode`` < 1, ``rank_xendcg`` (the median, quantile and Huber F0,
+leaves and delta are computed from every worker's rows, gathered), monotone and
+interaction constraints, ``category`` and text dtype columns (integer-coded categorical
+columns named in ``categorical_features`` are supported), ``class_weight``,
+``verbose``, ``trace``, ``init_score``, continued training (``warm_start``).
+Validation sets and early stopping are supported: the metrics are evaluated on the rows
+of all the workers.
 """
 
 DaskTreeBoostRegressor.__doc__ = (
