@@ -13,6 +13,9 @@ model of one uninterrupted fit.
 - ``init_model`` (LightGBM): ``n_estimators`` more stages are added to a
   fitted estimator or a saved model file, with this estimator's
   ``random_state``; its bins are reused.
+
+``treeboost.train(..., init_model=)`` continues a Booster (or a model file) with the
+same checks of what cannot change mid-model (``FIXED_PARAMS``), made here for both.
 """
 
 from __future__ import annotations
@@ -24,8 +27,20 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import params as _params
 from ._estimator_io import load_model
+from .constraints import by_index, check_earlier_trees
 from .modes import mode_named
+
+#: What a model keeps from its first stage to its last: continuing it (``init_model``,
+#: ``warm_start``) with another value is refused, naming the parameter. The loss and its
+#: parameters (the raw scores of the earlier stages mean something under that loss
+#: only), the number of classes (one tree per class and stage), the bins (``max_bins``
+#: and the categorical features: the trees split on bin numbers) and the family of the
+#: boosting mode (a forest averages its trees, DART rescales them). Where ``train``'s
+#: params leave one out, the model's value is taken.
+FIXED_PARAMS = ("loss", *_params.part_names("loss"), "multiclass_step", "n_classes",
+                "max_bins", "categorical_features", "boosting")
 
 
 @dataclass
@@ -106,7 +121,9 @@ def check_compatible(estimator, previous: Previous, X, loss, warm: bool,
     ------
     ValueError
         If the data (features, classes, and for ``warm_start`` the shape),
-        the loss, the bins or the boosting mode do not match the kept model.
+        the loss, the bins or the boosting mode do not match the kept model
+        (``FIXED_PARAMS``), or if its trees do not meet the monotone or
+        interaction constraints of the new stages.
     """
     booster = previous.booster
     what = "warm_start" if warm else "init_model"
@@ -122,24 +139,84 @@ def check_compatible(estimator, previous: Previous, X, loss, warm: bool,
                                                            estimator.classes_):
         raise ValueError(f"{what}: the classes {estimator.classes_.tolist()} differ from the "
                          f"model's {previous.classes.tolist()}")
-    old = booster.loss
-    if old.name != loss.name or _loss_params(old) != _loss_params(loss):
-        raise ValueError(f"{what}: loss {loss.name!r} {_loss_params(loss)} differs from the "
-                         f"model's {old.name!r} {_loss_params(old)}")
-    bm = booster.bin_mapper
-    if bm.max_bins != estimator.max_bins or not np.array_equal(
-            bm.is_categorical_.astype(bool), np.asarray(estimator.is_categorical_, bool)):
-        raise ValueError(f"{what}: max_bins and the categorical features must be those of "
-                         "the model to continue (its bins are reused)")
-    before, now = booster.params.boosting, estimator.boosting
-    if booster.trees and mode_named(before) is not mode_named(now):
-        raise ValueError(f"{what}: cannot continue a boosting={before!r} model with "
-                         f"boosting={now!r}")
+    check_same_loss(booster.loss, loss, what)
+    check_same_bins(booster.bin_mapper, estimator.max_bins, estimator.is_categorical_, what)
+    check_same_mode(booster, estimator.boosting, what)
+    names = getattr(estimator, "feature_names_in_", None)
+    wanted = by_index({"monotone_constraints": estimator.monotone_constraints,
+                       "interaction_constraints": estimator.interaction_constraints}, names)
+    check_earlier_trees(booster.trees, wanted["monotone_constraints"],
+                        wanted["interaction_constraints"], booster.n_features, what,
+                        None if names is None else [str(n) for n in names])
     if warm and previous.n_estimators == len(booster.trees):
         return None
     if warm and booster.seed is not None:
         return int(booster.seed)  # the first fit's seed, even with random_state=None
     return estimator._seed()
+
+
+def loss_identity(loss) -> dict:
+    """What a model cannot change of its loss: the name, the number of classes of a
+    classification loss, and the loss's parameters (``get_params``)."""
+    out = {"loss": loss.name}
+    if loss.is_classification:
+        out["n_classes"] = int(getattr(loss, "n_classes", 2 if loss.n_outputs == 1
+                                       else loss.n_outputs))
+    out.update(_loss_params(loss))
+    return out
+
+
+def check_same_loss(old, new, what: str) -> None:
+    """Refuse a loss ``new`` other than the model's ``old``, naming what differs.
+
+    Raises
+    ------
+    ValueError
+        Naming ``loss``, or the loss parameter(s) (``alpha``, ``power``, ``n_classes``,
+        ...) whose values differ.
+    """
+    check_same_identity(loss_identity(new), loss_identity(old), what)
+
+
+def check_same_identity(given: dict, kept: dict, what: str) -> None:
+    """``check_same_loss`` on the ``loss_identity`` dicts of the two losses."""
+    if given == kept:
+        return
+    differ = (["loss"] if given["loss"] != kept["loss"] else
+              [k for k in sorted(set(given) | set(kept)) if given.get(k) != kept.get(k)])
+
+    def show(values):
+        return ", ".join(f"{k}={values.get(k)!r}" for k in differ)
+
+    of = "" if differ == ["loss"] else f" (loss {kept['loss']!r})"
+    raise ValueError(f"{what}: {show(given)} differs from the model's {show(kept)}{of}: "
+                     "the loss and its parameters cannot change mid-model")
+
+
+def check_same_bins(bin_mapper, max_bins, is_categorical, what: str) -> None:
+    """Refuse ``max_bins`` or categorical features other than those of the model's bins,
+    which continued training reuses (None: not given, nothing to check)."""
+    if max_bins is not None and bin_mapper.max_bins != max_bins:
+        raise ValueError(f"{what}: max_bins={max_bins} differs from the model's "
+                         f"max_bins={bin_mapper.max_bins}: max_bins and the categorical "
+                         "features must be those of the model to continue (its bins are "
+                         "reused)")
+    kept = bin_mapper.is_categorical_.astype(bool)
+    if is_categorical is not None and not np.array_equal(kept,
+                                                         np.asarray(is_categorical, bool)):
+        raise ValueError(f"{what}: the categorical features "
+                         f"{np.flatnonzero(is_categorical).tolist()} differ from the model's "
+                         f"{np.flatnonzero(kept).tolist()}: max_bins and the categorical "
+                         "features must be those of the model to continue (its bins are "
+                         "reused)")
+
+
+def check_same_mode(booster, boosting: str, what: str) -> None:
+    """Refuse a boosting mode of another family than the model's (gbdt and goss are one)."""
+    before = booster.params.boosting
+    if booster.trees and mode_named(before) is not mode_named(boosting):
+        raise ValueError(f"{what}: cannot continue a boosting={before!r} model with "
+                         f"boosting={boosting!r}")
 
 
 def _loss_params(loss) -> dict:

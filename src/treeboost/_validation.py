@@ -2,7 +2,8 @@
 
 Each raises one ``ValueError``/``TypeError`` naming the parameter or argument, in Python
 before any kernel runs (SPEC §8): target types that NumPy would silently convert,
-``class_weight`` keys that are not classes, and an early-stopping hold-out too small.
+``class_weight`` keys that are not classes or that remove a class, and an early-stopping
+hold-out too small.
 """
 
 from __future__ import annotations
@@ -60,6 +61,22 @@ def check_class_weight_keys(class_weight, y) -> None:
     if unknown:
         raise ValueError(f"class_weight has keys {unknown} that are not classes of y; the "
                          f"classes are {classes[:20]}")
+
+
+def check_no_class_removed(class_weight, y) -> None:
+    """Refuse a ``class_weight`` of 0 for a class of ``y``.
+
+    Every row of that class would weigh 0, and a row of weight 0 is not there: the
+    class would vanish from ``classes_`` (or leave one class), silently.
+    """
+    if not isinstance(class_weight, dict):
+        return
+    classes = np.unique(y).tolist()
+    gone = [k for k, w in class_weight.items() if w == 0 and k in classes]
+    if gone:
+        raise ValueError(f"class_weight gives the class(es) {gone} weight 0, which removes "
+                         "all their rows (a row of weight 0 is not there): the model would "
+                         "not know them; leave them out of y, or give them a positive weight")
 
 
 def check_validation_size(validation_fraction: float, n_rows: int, n_classes: int) -> None:

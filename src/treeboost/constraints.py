@@ -23,6 +23,15 @@ line-search values of the nodes (whatever the method): the split structure is
 the constrained one, and every leaf under the left child of an increasing
 split ends at or below every leaf under its right child.
 
+``interaction_constraints=[]`` (no set) means no constraint, as in LightGBM, not "no
+feature may be split on": ``train`` reads it as None.
+
+A model continued (``init_model``, ``warm_start``) under constraints its earlier
+stages were not grown under would claim them and break them: ``check_earlier_trees``
+refuses that unless the earlier trees already meet them (every split on a monotone
+feature has all its leaves on the lower side at or below, for an increasing constraint,
+all those on the upper side, and every root-to-leaf path lies in one set).
+
 Missing values: a split sends them to one side, learned per split, so a row
 with a missing constrained feature is predicted as some value the model
 gives, with no order relative to the rows that have the feature; the
@@ -131,6 +140,12 @@ def by_index(values: dict, names) -> dict:
     return out
 
 
+def no_constraint(interaction) -> bool:
+    """Whether ``interaction_constraints`` constrains nothing: None or no set at all
+    (LightGBM reads ``[]`` as no constraint)."""
+    return interaction is None or len(list(interaction)) == 0
+
+
 def constraints_record(monotone, interaction, method: str, is_categorical) -> Constraints | None:
     """The grower's ``Constraints`` record, or None when nothing is constrained.
 
@@ -139,6 +154,8 @@ def constraints_record(monotone, interaction, method: str, is_categorical) -> Co
     """
     n_features = int(np.asarray(is_categorical).size)
     mono = monotone_array(monotone, n_features)
+    if no_constraint(interaction):
+        interaction = None
     if interaction is None and not mono.any():
         return None
     bad = np.flatnonzero(mono.astype(bool) & np.asarray(is_categorical, dtype=bool))
@@ -184,3 +201,115 @@ def clip_line_search_values(value: np.ndarray, left: np.ndarray, right: np.ndarr
                 upper[lc] = lower[rc] = mid
             else:
                 lower[lc] = upper[rc] = mid
+
+
+def _feature(f: int, names) -> str:
+    return f"feature {f}" + (f" ({names[f]!r})" if names is not None else "")
+
+
+def _subtree_ranges(tree) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest, highest) leaf value under every node of ``tree``."""
+    lo = np.asarray(tree.value, dtype=np.float64).copy()
+    hi = lo.copy()
+    left, right = tree.left, tree.right
+    for node in range(tree.n_nodes - 1, -1, -1):  # children come after their parent
+        lc = left[node]
+        if lc >= 0:
+            rc = right[node]
+            lo[node] = min(lo[lc], lo[rc])
+            hi[node] = max(hi[lc], hi[rc])
+    return lo, hi
+
+
+def _monotone_break(tree, mono: np.ndarray):
+    """(node, lowest leaf above it, highest below) of the first split of ``tree`` on a
+    monotone feature whose leaves are out of order, or None."""
+    split = np.flatnonzero((tree.left >= 0) & (tree.is_categorical == 0))
+    split = split[mono[tree.feature[split]] != 0]
+    if split.size == 0:
+        return None
+    lo, hi = _subtree_ranges(tree)
+    for node in split:
+        lc, rc = tree.left[node], tree.right[node]
+        if mono[tree.feature[node]] > 0 and hi[lc] > lo[rc]:
+            return int(node), hi[lc], lo[rc]
+        if mono[tree.feature[node]] < 0 and lo[lc] < hi[rc]:
+            return int(node), lo[lc], hi[rc]
+    return None
+
+
+def _path_outside(tree, sets: list[set]):
+    """The features of the first root-to-leaf path of ``tree`` in no one of ``sets``, or None."""
+    paths: list = [frozenset()] * tree.n_nodes
+    for node in range(tree.n_nodes):  # children come after their parent
+        lc = tree.left[node]
+        if lc < 0:
+            if not any(paths[node] <= s for s in sets):
+                return sorted(paths[node])
+            continue
+        paths[lc] = paths[tree.right[node]] = paths[node] | {int(tree.feature[node])}
+    return None
+
+
+def check_earlier_trees(trees, monotone, interaction, n_features: int, what: str,
+                        names=None) -> None:
+    """Refuse constraints that the trees of a model to continue do not meet.
+
+    Continuing a model adds stages grown under the constraints; the earlier ones must
+    meet them already, or the model would claim constraints it breaks. Checked per
+    tree, which is sufficient (a sum of monotone trees is monotone; a path in one set
+    stays in it): for a monotone feature, every split on it has each leaf under its
+    lower side at or below (increasing) or at or above (decreasing) each leaf under its
+    upper side; for interaction sets, every root-to-leaf path uses the features of one
+    set.
+
+    Parameters
+    ----------
+    trees : list of list of Tree
+        The stages of the model to continue.
+    monotone, interaction : object
+        The ``monotone_constraints`` and ``interaction_constraints`` of the new stages,
+        by feature index.
+    n_features : int
+        Number of features.
+    what : str
+        How the caller names the model ("init_model", "warm_start").
+    names : list of str, default=None
+        Feature names, for the message.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, the stage and the feature(s) of the first tree that
+        breaks a constraint.
+    """
+    mono = monotone_array(monotone, n_features)
+    sets = None if no_constraint(interaction) else [
+        set(group) for group in interaction_sets(interaction, n_features)]
+    if not trees or (not mono.any() and sets is None):
+        return
+    advice = (f"the earlier stages of {what} were not grown under it, and the continued "
+              "model would claim it and break it: train a new model under the constraint, "
+              "or continue without it")
+    for m, stage in enumerate(trees):
+        for k, tree in enumerate(stage):
+            where = f"stage {m + 1}" + (f" (output {k})" if len(stage) > 1 else "")
+            if mono.any():
+                found = _monotone_break(tree, mono)
+                if found is not None:
+                    node, a, b = found
+                    f = int(tree.feature[node])
+                    way = "increasing" if mono[f] > 0 else "decreasing"
+                    raise ValueError(
+                        f"monotone_constraints make predictions {way} in "
+                        f"{_feature(f, names)}, but the tree of {where} of {what} splits "
+                        f"on it with a leaf of {a:.4g} below the split and one of {b:.4g} "
+                        f"above: {advice}")
+            if sets is not None:
+                path = _path_outside(tree, sets)
+                if path is not None:
+                    raise ValueError(
+                        f"interaction_constraints={interaction!r} hold every root-to-leaf "
+                        f"path in one set, but the tree of {where} of {what} has a path "
+                        f"through {', '.join(_feature(f, names) for f in path)}, in no one "
+                        f"set: {advice}")

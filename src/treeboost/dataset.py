@@ -195,7 +195,11 @@ class Dataset:
         Targets, encoded as the loss expects (class indices 0..K-1 for
         classification).
     weight : array-like of shape (n_samples,), default=None
-        Non-negative row weights; None for all ones.
+        Non-negative row weights, not all 0; None for all ones. A row of weight 0
+        is not there, as in the estimators' ``fit``: a set without ``reference``
+        (a training set) drops those rows here, with their labels, ``init_score``
+        and places in their query groups, before any binning; a validation set
+        (``reference``) keeps them, at no weight in its metrics.
     init_score : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
         Per-row raw scores training starts from (LightGBM's ``init_score``,
         XGBoost's ``base_margin``), one column per output (per class for
@@ -253,6 +257,37 @@ class Dataset:
         self.data = data
         self._set_rows(data.shape, label, weight, init_score, group, qid, feature_names, names,
                        categorical_features, max_bins, reference, random_state)
+        if reference is None:
+            self._drop_rows_of_weight_0()
+
+    def _drop_rows_of_weight_0(self) -> None:
+        """Drop the rows of weight 0, before anything is binned (the rule of every fit).
+
+        A zero weight means the row is not there, as in the estimators' ``fit``: kept, it
+        would shape the bins, count toward ``min_samples_leaf`` and be drawn in
+        subsamples, and ``train`` would grow another model than ``fit`` on the same data.
+        A validation set (``reference``) keeps them: they count for nothing in its
+        weighted metrics, and its rows stay those the caller gave.
+        """
+        keep = self.weight > 0
+        if keep.all():
+            return
+        rows = np.flatnonzero(keep)
+        if hasattr(self.data, "tocsc"):  # sparse: canonical CSC again after the selection
+            from .binning import canonical_sparse
+
+            self.data = canonical_sparse(self.data[rows], "csc")
+        else:
+            self.data = self.data[rows]
+        self.label = None if self.label is None else self.label[rows]
+        self.weight = self.weight[rows]
+        self.init_score = None if self.init_score is None else self.init_score[rows]
+        if self.group_offsets is not None:  # a query loses its rows of weight 0, or goes
+            sizes = np.diff(self.group_offsets)
+            query = np.repeat(np.arange(sizes.size), sizes)
+            kept = np.bincount(query[rows], minlength=sizes.size)
+            self.group_offsets = np.concatenate(([0], np.cumsum(kept[kept > 0]))).astype(
+                np.int64)
 
     def _set_rows(self, shape, label, weight, init_score, group, qid, feature_names,
                   frame_names, categorical_features, max_bins, reference, random_state):
@@ -262,8 +297,8 @@ class Dataset:
         self.feature_names = _feature_names(feature_names, frame_names, reference, n_features)
         self.label = None if label is None else _row_vector("label", label, n)
         self.weight = (np.ones(n) if weight is None else _row_vector("weight", weight, n))
-        if weight is not None and (self.weight < 0).any():
-            raise ValueError("weight must be non-negative")
+        if weight is not None:
+            _check_weight(self.weight)
         self.init_score = None if init_score is None else check_init_score(init_score, n)
         self.group_offsets = group_offsets(group, qid, n)
         if categorical_features is None and reference is not None:
@@ -340,8 +375,9 @@ class Dataset:
         ValueError
             Naming the argument: chunks of different widths or not 2-D, no
             rows, infinite values, a one-shot iterator without given bins, an
-            existing ``binned_path``, or row arrays whose length differs from
-            the chunks' rows.
+            existing ``binned_path``, row arrays whose length differs from
+            the chunks' rows, or, without ``reference``, rows of weight 0 (the
+            chunks' rows are all kept, where ``Dataset`` drops those).
         TypeError
             If ``chunks`` is one array or not iterable, or ``reference`` was
             built from a data frame with categorical columns (chunks are arrays,
@@ -399,6 +435,13 @@ class Dataset:
                              f"there are no rows: {source}")
         self._set_rows((n, n_features), label, weight, init_score, group, qid, feature_names,
                        None, categorical_features, max_bins, reference, random_state)
+        if reference is None and not (self.weight > 0).all():
+            # the chunks are read as they come, so their rows of weight 0 cannot be left out
+            # of the bins as Dataset(...) leaves them out (_drop_rows_of_weight_0)
+            raise ValueError(f"weight is 0 on {int((self.weight == 0).sum())} of {n} rows "
+                             f"(first at row {int(np.argmin(self.weight > 0))}): rows of "
+                             "weight 0 are not trained on, and from_chunks keeps every row "
+                             "of the chunks: leave them out of the chunks")
         if bin_mapper is None:
             sample, categories = _sample_pass(passes(), n, source, n_features, sample_rows,
                                               np.flatnonzero(self.is_categorical), random_state)
@@ -787,6 +830,13 @@ def group_offsets(group, qid, n: int):
             raise ValueError(f"qid must have one entry per row ({n}), got shape {qid.shape}")
         if n == 0:
             return np.zeros(1, dtype=np.int64)
+        missing = (np.isnan(qid) if qid.dtype.kind == "f" else
+                   np.array([v is None or v != v for v in qid.tolist()]) if qid.dtype.kind == "O"
+                   else np.zeros(n, dtype=bool))
+        if missing.any():  # NaN != NaN: each would start a query of its own
+            raise ValueError(f"qid has NaN or None at row {int(np.argmax(missing))} "
+                             f"({int(missing.sum())} row(s) in all): every row needs a "
+                             "query id")
         starts = np.flatnonzero(qid[1:] != qid[:-1]) + 1
         first = qid[np.concatenate(([0], starts))]
         if np.unique(first).size != first.size:
@@ -810,9 +860,33 @@ def group_offsets(group, qid, n: int):
 
 def _row_vector(name: str, values, n: int) -> np.ndarray:
     """``values`` as a float64 vector of n finite entries, or a ValueError naming ``name``."""
-    v = np.asarray(values, dtype=np.float64)
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raw = np.asarray(values, dtype=object).ravel()
+        text = next((x for x in raw.tolist() if isinstance(x, (str, bytes))), None)
+        what = f"strings such as {text!r}" if text is not None else f"{raw.dtype} values"
+        hint = (": encode class labels as 0 .. n_classes - 1 for train() (e.g. with "
+                "sklearn.preprocessing.LabelEncoder), or use TreeBoostClassifier, which "
+                "takes any labels" if name == "label" else "")
+        raise ValueError(f"{name} must be numbers, got {what}{hint}") from None
     if v.ndim != 1 or v.shape[0] != n:
         raise ValueError(f"{name} must have one entry per row ({n}), got shape {v.shape}")
-    if not np.isfinite(v).all():
-        raise ValueError(f"{name} contains NaN or infinity")
+    bad = ~np.isfinite(v)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} contains NaN or infinity ({int(bad.sum())} value(s), the "
+                         f"first at row {i}: {v[i]})")
     return v
+
+
+def _check_weight(weight: np.ndarray) -> None:
+    """Refuse negative weights, and weights that are 0 on every row (of a set with rows)."""
+    negative = weight < 0
+    if negative.any():
+        i = int(np.argmax(negative))
+        raise ValueError(f"weight must be non-negative: {weight[i]} at row {i} "
+                         f"({int(negative.sum())} negative value(s) in all)")
+    if weight.size and not (weight > 0).any():
+        raise ValueError(f"weight is 0 on all {weight.size} rows: a row of weight 0 is not "
+                         "there, so nothing would be left to train on or to evaluate")

@@ -265,14 +265,54 @@ def ranked(y_true, y_score, group_offsets, k):
     return y, query, rank, np.lexsort((-score, query)), n_queries
 
 
+#: the largest relevance label of the default gains ``2**label - 1``: LightGBM's default
+#: ``label_gain`` has 31 entries (labels 0 .. 30), and a table of gains up to the largest
+#: label is allocated, so a label of 1e12 would ask for 7 TiB
+MAX_DEFAULT_LABEL = 30
+
+
+def check_relevance_labels(y, label_gain=None, *, gains: bool = True) -> None:
+    """Refuse relevance labels that are not whole numbers >= 0, or have no gain.
+
+    Parameters
+    ----------
+    y : ndarray of float64
+        Relevance labels.
+    label_gain : sequence of float, default=None
+        Gain of each label; None: ``2**label - 1`` for labels up to
+        ``MAX_DEFAULT_LABEL``.
+    gains : bool, default=True
+        Whether the labels are read through their gains (lambdarank, rank_xendcg,
+        NDCG); False for a loss that reads their order only (pairwise), which takes
+        any whole labels.
+
+    Raises
+    ------
+    ValueError
+        Naming the first offending label and its row.
+    """
+    bad = ~np.isfinite(y) | (y < 0) | (y != np.floor(y))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"ranking labels must be whole numbers >= 0, got {y[i]:g} at row {i}")
+    if not gains or not y.size:
+        return
+    top = int(np.argmax(y))
+    if label_gain is None and y[top] > MAX_DEFAULT_LABEL:
+        raise ValueError(f"relevance label {y[top]:g} (row {top}) is above "
+                         f"{MAX_DEFAULT_LABEL}, the largest label with a default gain "
+                         "(2**label - 1, as LightGBM's label_gain): give label_gain, one "
+                         "gain per label 0 .. max label, or relabel the relevances")
+    if label_gain is not None and y[top] >= len(label_gain):
+        raise ValueError(f"label {y[top]:g} (row {top}) has no entry in label_gain (of "
+                         f"{len(label_gain)})")
+
+
 def label_gains(y, label_gain) -> np.ndarray:
     """Each row's gain: ``label_gain[y]`` (default ``2**y - 1``), labels checked."""
-    if np.any(y < 0) or np.any(y != np.floor(y)):
-        raise ValueError("ranking labels must be whole numbers >= 0")
+    check_relevance_labels(y, label_gain)
     gain = default_label_gain(max(int(y.max(initial=0)), 0)) if label_gain is None \
         else np.asarray(label_gain, dtype=np.float64)
-    if y.size and int(y.max()) >= gain.size:
-        raise ValueError(f"label {int(y.max())} has no entry in label_gain (of {gain.size})")
     return gain[y.astype(np.int64)]
 
 
@@ -520,6 +560,16 @@ def check_metric(spec, task: str) -> None:
                              "'ndcg@10'")
 
 
+def loss_task(loss) -> str:
+    """What ``loss`` fits, as ``check_metric``'s ``task``: "regression", "binary",
+    "multiclass" or "ranking"."""
+    if loss.needs_group:
+        return "ranking"
+    if loss.is_classification:
+        return "binary" if loss.n_outputs == 1 else "multiclass"
+    return "regression"
+
+
 #: what a ranking loss logs when ``eval_metric`` is None (it has no per-row loss)
 DEFAULT_RANKING_METRIC = "ndcg@10"
 
@@ -558,6 +608,12 @@ def get_metrics(spec, loss) -> list[Metric]:
     -------
     list of Metric
     """
+    task = loss_task(loss)
+    # AUC of a regression: one line here, not scikit-learn's at the first evaluation. The
+    # ranking metrics may score any model on data with query groups (a regression on
+    # relevance labels): their groups are checked where they are evaluated
+    check_metric([item for item in _as_list(spec) if task == "ranking" or not (
+        isinstance(item, str) and ranking_metric(item) is not None)], task)
     metrics = [item if isinstance(item, Metric) else get_metric(item, loss)
                for item in _as_list(spec)]
     names = [m.name for m in metrics]

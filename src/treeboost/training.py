@@ -12,18 +12,23 @@ the ``Dataset``), the evaluation metrics, early stopping and the training log
 from __future__ import annotations
 
 import numbers
+import os
+import reprlib
+from collections.abc import Mapping
 
 import numpy as np
 
+from . import _continued
 from . import params as _params
-from ._dtypes import MAX_BINS
+from ._dtypes import G_H_DTYPE, MAX_BINS
 from ._threads import threads
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
+from .constraints import check_earlier_trees, no_constraint
 from .dataset import Dataset
 from .grower import GrowerParams
-from .losses import RANKING_LOSSES, get_loss, loss_tasks
-from .losses.base import Loss
+from .losses import RANKING_LOSSES, available_losses, get_loss, loss_tasks
+from .losses.base import GRADIENT_LIMIT, Loss
 from .metrics import get_metrics
 from .sampling import make_streams
 
@@ -58,6 +63,61 @@ def _loss(values: dict, label: np.ndarray) -> Loss:
     return get_loss(loss, n_classes=n_classes, **kwargs)
 
 
+def _continued_loss(values: dict, model: Booster, label: np.ndarray) -> Loss:
+    """The loss of a continued model: the model's, which ``values`` may name but not change.
+
+    The loss, its parameters and ``n_classes`` that ``values`` leaves out are the
+    model's (the data of a continued fit may lack the highest class); those it gives
+    must be the model's (``_continued.FIXED_PARAMS``), or a ``ValueError`` names them.
+    """
+    old = model.loss
+    given = values.get("loss", old.name if old.name in available_losses() else old)
+    if isinstance(given, str) and given != old.name:  # refused before it is built
+        _continued.check_same_identity({"loss": given}, {"loss": old.name}, "init_model")
+    if isinstance(given, str):
+        # the model's parameters and n_classes where values has none
+        kept = dict(_continued.loss_identity(old))
+        kept.pop("loss")
+        values = {**kept, **values}
+    new = given if isinstance(given, Loss) else _loss({**values, "loss": given}, label)
+    _continued.check_same_loss(old, new, "init_model")
+    return old
+
+
+def _init_booster(init_model) -> Booster | None:
+    """``init_model`` as a Booster: itself, or loaded from a model file."""
+    if init_model is None or isinstance(init_model, Booster):
+        return init_model
+    if isinstance(init_model, (str, os.PathLike)):
+        from .serialization import load_booster
+
+        # a bare Booster's file or an estimator's (save_model): load_booster reads both
+        return load_booster(init_model)
+    hint = (": pass its booster_ (which train() continues in place) or the path of its "
+            "saved model" if hasattr(init_model, "booster_") else "")
+    raise TypeError(f"init_model must be a Booster or the path of a saved model "
+                    f"(save_booster, or an estimator's save_model), got "
+                    f"{type(init_model).__name__}{hint}")
+
+
+def _check_continuation(params: dict, train_set: Dataset, model: Booster) -> dict:
+    """``params`` with the model's values of the parameters it leaves out that cannot
+    change mid-model (``_continued.FIXED_PARAMS``); those it gives are checked."""
+    if train_set.n_features != model.n_features:
+        raise ValueError(f"init_model: train_set has {train_set.n_features} features, but "
+                         f"the model to continue was trained on {model.n_features}")
+    # an array Dataset without categorical_features takes the model's; one that names
+    # categorical features must name the model's
+    mask = train_set.is_categorical
+    _continued.check_same_bins(model.bin_mapper, params.get("max_bins"),
+                               mask if mask.any() else None, "init_model")
+    if "boosting" in params:
+        _continued.check_same_mode(model, params["boosting"], "init_model")
+    else:
+        params = {**params, "boosting": model.params.boosting}
+    return params
+
+
 def _seed(random_state) -> int:
     if random_state is None:
         return int(np.random.default_rng().integers(np.iinfo(np.int32).max))
@@ -80,6 +140,30 @@ def _start_scores(data: Dataset, loss: Loss, init_model, what: str):
                          "new model with init_score = margin + init_model.predict_raw(X) "
                          "(shape (n_samples, n_outputs))")
     return init_raw
+
+
+def _check_start_gradients(data: Dataset, loss: Loss, init_raw: np.ndarray,
+                           what: str) -> None:
+    """Refuse an ``init_score`` at which the gradients overflow float32.
+
+    The first stage would otherwise stop with a divergence blamed on y and the
+    weights (``Loss.check_scale`` checks them at F0, not at these scores): an
+    ``init_score`` of predictions rather than raw scores (a mean of 800 as the raw
+    score of a log link) is the usual cause. One gradient pass over the rows.
+    """
+    gradient = np.empty(init_raw.shape, dtype=G_H_DTYPE)
+    hessian = np.empty(init_raw.shape, dtype=G_H_DTYPE)
+    with np.errstate(all="ignore"):
+        loss.gradient_hessian(data.label, init_raw, data.weight, gradient, hessian)
+        scale = max(float(np.max(np.abs(gradient), initial=0.0)),
+                    float(np.max(np.abs(hessian), initial=0.0)))
+    if not scale <= GRADIENT_LIMIT:  # also NaN
+        top = float(np.max(np.abs(init_raw), initial=0.0))
+        raise ValueError(f"{what}: its init_score (|values| up to {top:.3g}) gives "
+                         f"gradients of order {scale:.3g} under loss='{loss.name}', beyond "
+                         f"{GRADIENT_LIMIT:.0e}, the limit for float32 gradients: init_score "
+                         "holds raw scores (log-odds for log_loss, the log of the mean for "
+                         "poisson, gamma and tweedie), not predictions")
 
 
 def _take_max_bins(params: dict, train_set: Dataset, init_model) -> None:
@@ -109,6 +193,63 @@ def _keep_feature_info(booster: Booster, train_set: Dataset) -> None:
         booster.pandas_categories = dict(train_set.pandas_categories)
 
 
+def _check_params(params) -> dict:
+    """``params`` as a new dict, or a ``TypeError`` naming what was passed."""
+    if isinstance(params, Mapping):
+        return dict(params)
+    got = "None" if params is None else (f"a {type(params).__name__} "
+                                         f"({reprlib.repr(params)})")
+    raise TypeError(f"params must be a dict of parameters by name, such as "
+                    f"{{'learning_rate': 0.1}} (see treeboost.params), got {got}")
+
+
+def _valid_sets(valid_sets, valid_names) -> tuple[list, list]:
+    """The validation Datasets and their names.
+
+    ``valid_sets`` is a Dataset, a sequence of them (LightGBM's), or of ``(Dataset,
+    name)`` pairs (XGBoost's ``evals``); names come from ``valid_names``, else from
+    the pairs, else ``validation_<i>``.
+    """
+    if valid_sets is None:
+        valid_sets = []
+    elif isinstance(valid_sets, Dataset) or (
+            isinstance(valid_sets, tuple) and len(valid_sets) == 2
+            and isinstance(valid_sets[0], Dataset) and isinstance(valid_sets[1], str)):
+        valid_sets = [valid_sets]  # one set, or one XGBoost pair
+    try:
+        items = list(valid_sets)
+    except TypeError:
+        raise TypeError(f"valid_sets must be a Dataset or a list of Datasets or of (Dataset, "
+                        f"name) pairs, got {type(valid_sets).__name__}") from None
+    sets, given = [], []
+    for i, item in enumerate(items):
+        if isinstance(item, Dataset):
+            sets.append(item)
+            given.append(None)
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(
+                item[0], Dataset) and isinstance(item[1], str):
+            sets.append(item[0])
+            given.append(item[1])
+        else:
+            raise TypeError(f"valid_sets[{i}] must be a Dataset or a (Dataset, name) pair, "
+                            f"got {type(item).__name__}")
+    if valid_names is not None:
+        names = list(valid_names)
+        named = next((i for i, name in enumerate(given) if name is not None), None)
+        if named is not None:
+            raise ValueError(f"valid_names={names!r} and the pair valid_sets[{named}] (named "
+                             f"{given[named]!r}) both name the sets: name them once")
+        if len(names) != len(sets):
+            raise ValueError("valid_names must have one name per valid set")
+    else:
+        names = [f"validation_{i}" if name is None else name for i, name in enumerate(given)]
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:
+        raise ValueError(f"the valid sets have the name {twice!r} twice: their evaluation "
+                         "logs would be one")
+    return sets, names
+
+
 def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
           callbacks=(), init_model: Booster | None = None, trace: list | None = None,
           collective=None) -> Booster:
@@ -127,6 +268,10 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         binned, which must not have another ``max_bins`` of its own). Names missing
         take the table's defaults; ``n_classes`` may be given for
         classification (else it is ``max(label) + 1``).
+        ``interaction_constraints=[]`` means no constraint (as LightGBM). When
+        continuing a model, the loss and its parameters, ``n_classes``,
+        ``max_bins`` and the boosting mode's family cannot change
+        (``ValueError``); those left out are the model's.
     train_set : Dataset
         Training data with its label (and weights); binned here if it is not
         yet, with the bins of ``init_model`` when continuing. If it has an
@@ -134,17 +279,22 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         (LightGBM's ``init_score``); the model's predictions exclude them.
         Its ``feature_names`` and frame categories are kept by the Booster,
         and its ``group_offsets`` are passed to losses that need groups.
-    valid_sets : sequence of Dataset, default=()
+    valid_sets : Dataset or sequence of Dataset or of (Dataset, str), default=()
         Data scored after every stage, binned with the training bins; the
-        ``init_score`` of a set is added to its scores.
+        ``init_score`` of a set is added to its scores. ``(Dataset, name)``
+        pairs (XGBoost's ``evals``) name their sets.
     valid_names : sequence of str, default=None
-        Their names in the evaluation log (default ``validation_0``, ...).
+        Their names in the evaluation log (default ``validation_0``, ...); not
+        with named pairs.
     callbacks : sequence of TrainingCallback, default=()
         Called after the training log and early stopping (``Booster.fit``).
-    init_model : Booster, default=None
-        A model to continue: its F0, trees and bins are kept, and stages are
-        added up to ``n_estimators`` in all. It is modified and returned. It
-        cannot be combined with a training ``init_score`` (refused).
+    init_model : Booster, str or path-like, default=None
+        A model to continue, or the path of its file (``save_booster``, or an
+        estimator's ``save_model``): its F0, trees and bins are kept, and
+        stages are added up to ``n_estimators`` in all. A Booster is modified
+        and returned. It cannot be combined with a training ``init_score``
+        (refused), nor with monotone or interaction constraints that its trees
+        do not meet (refused: the model would claim them and break them).
     trace : list, default=None
         If a list, one record per tree is appended (``treeboost.trace``).
     collective : treeboost.collective.Collective, default=None
@@ -166,18 +316,19 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         early stopping ran (the model keeps the stages up to it), else None;
         ``evals_result`` is the evaluation log of the stages this call added.
     """
+    params = _check_params(params)
     if not isinstance(train_set, Dataset):
         raise TypeError(f"train_set must be a Dataset, got {type(train_set).__name__}")
     if train_set.label is None:
         raise ValueError("train_set has no label")
-    valid_sets = list(valid_sets)
-    names = (list(valid_names) if valid_names is not None
-             else [f"validation_{i}" for i in range(len(valid_sets))])
-    if len(names) != len(valid_sets):
-        raise ValueError("valid_names must have one name per valid set")
-    loss = _loss(params, train_set.label)
+    valid_sets, names = _valid_sets(valid_sets, valid_names)
+    init_model = _init_booster(init_model)
+    loss = (_loss(params, train_set.label) if init_model is None
+            else _continued_loss(params, init_model, train_set.label))
     loss.validate_target(train_set.label)
     init_raw = _start_scores(train_set, loss, init_model, "train_set")
+    if init_raw is not None and not loss.needs_group:
+        _check_start_gradients(train_set, loss, init_raw, "train_set")
     if loss.needs_group and train_set.group_offsets is None:
         raise ValueError(f"loss '{loss.name}' needs query groups: build train_set with "
                          "group= or qid=")
@@ -190,6 +341,8 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
                          "loss; see treeboost.params")
     _params.validate({k: v for k, v in params.items()
                       if k in table and not (k == "loss" and isinstance(v, Loss))}, scope)
+    if init_model is not None:
+        params = _check_continuation(params, train_set, init_model)
     if collective is not None:
         if not train_set.constructed:
             raise ValueError("train_set must be binned with the group's common bins "
@@ -197,6 +350,9 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         if params.get("random_state") is None or trace is not None:
             raise ValueError("training over a collective needs an int random_state and "
                              "does not trace")
+    if "interaction_constraints" in params and no_constraint(
+            params["interaction_constraints"]):
+        params["interaction_constraints"] = None  # [] is no constraint, as in LightGBM
     _take_max_bins(params, train_set, init_model)
     params = with_defaults(params, scope)
     seed = _seed(params["random_state"])
@@ -216,6 +372,10 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
                                  _start_scores(vs, loss, None, f"valid set {name!r}"),
                                  vs.group_offsets))
     p = boosting_params(params, scope)
+    if init_model is not None:  # before the model changes: a refusal leaves it as it was
+        check_earlier_trees(init_model.trees, p.grower.monotone_constraints,
+                            p.grower.interaction_constraints, init_model.n_features,
+                            "init_model", init_model.feature_names)
     if init_model is None:
         booster = Booster(loss, bin_mapper, p)
     else:

@@ -23,7 +23,7 @@ from .._kernels.ranking import (
     grad_hess_pairwise,
     grad_hess_rank_xendcg,
 )
-from ..metrics import ideal_dcg, label_gains, query_layout
+from ..metrics import check_relevance_labels, ideal_dcg, label_gains, query_layout
 from .base import Loss
 
 
@@ -126,7 +126,7 @@ class RankXENDCGContext:
 
     def __init__(self, y, group_offsets):
         y = query_layout(y, group_offsets)[0]
-        label_gains(y, None)  # the labels' check, as lambdarank's
+        check_relevance_labels(y)  # 2**label below: the default gains' bound
         self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
         # LightGBM's Phi takes 2**int(label): the labels are whole, so exp2 is exact
         self.exp2_label = np.exp2(y)
@@ -176,7 +176,7 @@ class PairwiseContext:
     def __init__(self, y, group_offsets, sigma: float = 1.0):
         self.sigma = _check_sigma(sigma, "sigma")
         y = query_layout(y, group_offsets)[0]
-        label_gains(y, None)  # the labels' check, as lambdarank's
+        check_relevance_labels(y, gains=False)  # RankNet reads the labels' order only
         self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
         # a copy: the Dataset's labels are read-only, a caller's are not, and the kernel
         # would compile once for each
@@ -217,9 +217,14 @@ class _RankingLoss(Loss):
         self._context = None
         self._context_key = None
 
+    #: whether the loss reads the labels through their gains (``label_gain``, else
+    #: ``2**label - 1``), which bounds them; False: their order only
+    reads_gains = True
+
     def validate_target(self, y):
-        """Relevance labels: whole numbers >= 0 (``ValueError`` otherwise)."""
-        label_gains(np.asarray(y, dtype=np.float64), None)
+        """Relevance labels: whole numbers >= 0, each with a gain (``ValueError`` otherwise)."""
+        check_relevance_labels(np.asarray(y, dtype=np.float64),
+                               getattr(self, "label_gain", None), gains=self.reads_gains)
 
     def init_score(self, y, sample_weight):
         """F0 = 0."""
@@ -344,6 +349,7 @@ class Pairwise(_RankingLoss):
     """
 
     name = "pairwise"
+    reads_gains = False
 
     def __init__(self, sigmoid: float = 1.0):
         super().__init__()
