@@ -48,14 +48,24 @@ def _data(n=1500, seed=0):
 
 
 def _grid_raw(model, X, feature, rows=5, seed=1):
-    """Raw scores (n_outputs, rows, N_GRID) along a grid of ``feature`` at random rows."""
+    """Raw scores (n_outputs, rows, N_GRID) along a grid of ``feature`` at random rows.
+
+    ``X`` is an array, or the frame a model with categorical columns was fitted on
+    (such a model reads frames: categories by label).
+    """
     rng = np.random.default_rng(seed)
-    lo, hi = np.nanmin(X[:, feature]), np.nanmax(X[:, feature])
+    frame = X if hasattr(X, "iloc") else None
+    column = np.asarray(X.iloc[:, feature] if frame is not None else X[:, feature], dtype=float)
+    lo, hi = np.nanmin(column), np.nanmax(column)
     grid = np.linspace(lo - 0.1, hi + 0.1, N_GRID)  # beyond the range too
     out = []
     for i in rng.choice(X.shape[0], rows, replace=False):
-        Z = np.repeat(X[i:i + 1], N_GRID, axis=0)
-        Z[:, feature] = grid
+        if frame is not None:
+            Z = frame.iloc[[i] * N_GRID].reset_index(drop=True)
+            Z[Z.columns[feature]] = grid
+        else:
+            Z = np.repeat(X[i:i + 1], N_GRID, axis=0)
+            Z[:, feature] = grid
         out.append(model.booster_.predict_raw(Z).T)
     return np.stack(out, axis=1)
 
@@ -130,7 +140,7 @@ def test_frame_names_and_round_trip(tmp_path):
     model = TreeBoostRegressor(monotone_constraints={"up": 1, "down": -1},
                                interaction_constraints=[["up", "cat"], ["down", "nan"]],
                                **SAMPLING).fit(frame, y)
-    _assert_monotone(model, frame.to_numpy(dtype=float), MONOTONE)
+    _assert_monotone(model, frame, MONOTONE)
     path = tmp_path / "model.json"
     model.save_model(path)
     loaded = load_model(path)

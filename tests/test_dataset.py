@@ -318,8 +318,7 @@ def test_frame_dataset_same_model_as_estimator():
     frame, y = _frame()
     est = TreeBoostRegressor(n_estimators=15, max_leaf_nodes=8, random_state=0).fit(frame, y)
     booster = train(PARAMS, Dataset(frame, y))
-    X = Dataset(frame).data
-    np.testing.assert_array_equal(est.predict(frame), booster.predict_raw(X)[:, 0])
+    np.testing.assert_array_equal(est.predict(frame), booster.predict_raw(frame)[:, 0])
     assert est._booster.feature_names == ["size", "colour", "count"]
 
 

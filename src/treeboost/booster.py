@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from . import params as _params
 from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
+from ._input import check_predict_X, check_stage_count, check_stages
 from ._kernels.booster import grow_newton_tree, grow_newton_trees, raw_thresholds
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
@@ -161,6 +162,9 @@ class Booster:
     pandas_categories : dict of {int: list}
         Categories of the training frame's categorical columns, by position.
     """
+
+    #: True while ``fit`` grows stages: ``truncate`` is refused then
+    _fitting = False
 
     def __init__(self, loss: Loss, bin_mapper: BinMapper, params: BoostingParams):
         self.loss = loss
@@ -312,8 +316,35 @@ class Booster:
         evals_log = {d[1]: {metric.name: [] for metric in metrics} for d in data}
         if not isinstance(callbacks, CallbackList):
             callbacks = CallbackList(callbacks)
+        # the training scores hold every stage so far: from here on, stages may only be
+        # added, or the next ones would be fitted to the scores of removed stages
+        self._fitting = True
+        try:
+            self._stage_loop(state, mode, sampler, columns, trace, callbacks, data, metrics,
+                             evals_log)
+        finally:
+            self._fitting = False
+        mode.end_training(self)
+        callbacks.after_training(self)
+        return evals_log
+
+    def _stage_loop(self, state: _TrainingState, mode: BoostingMode, sampler,
+                    columns: ColumnSampler, trace, callbacks: CallbackList, data, metrics,
+                    evals_log: dict) -> None:
+        """``fit``'s callbacks' ``before_training`` and stages, up to a stop.
+
+        Raises ``RuntimeError`` if a callback removed stages (``truncate`` refuses).
+        """
+        p, collective = self.params, state.collective
+        first = len(self.trees)  # the stages in the training scores (``state``)
         callbacks.before_training(self)
-        for m in range(len(self.trees), p.n_estimators):
+        for m in range(first, p.n_estimators):
+            if len(self.trees) != m:
+                raise RuntimeError(
+                    f"the booster's stages were changed during training: {len(self.trees)} "
+                    f"stages before stage {m + 1}, where training had {m}. Callbacks may "
+                    "stop training (after_iteration returns True) or cut the model in "
+                    "after_training, not remove stages the next ones are fitted on")
             self._stage(state, mode, sampler, columns, m, stage_streams(self.seed, m),
                         trace)
             raws = [state.scores(i) for i, *_ in data]
@@ -327,9 +358,6 @@ class Booster:
                     evals_log[name][metric.name].append(value)
             if callbacks.after_iteration(m, evals_log):
                 break
-        mode.end_training(self)
-        callbacks.after_training(self)
-        return evals_log
 
     def _stage(self, state: _TrainingState, mode: BoostingMode, sampler,
                columns: ColumnSampler, m: int, rngs: dict, trace) -> None:
@@ -613,7 +641,28 @@ class Booster:
         self._packed.clear()
 
     def truncate(self, n_stages: int) -> None:
-        """Keep the first ``n_stages`` stages (early stopping keeps the best one)."""
+        """Keep the first ``n_stages`` stages (early stopping keeps the best one).
+
+        Parameters
+        ----------
+        n_stages : int
+            In [0, number of stages].
+
+        Raises
+        ------
+        RuntimeError
+            While ``fit`` is growing stages (from a callback's ``before_training``
+            or ``after_iteration``): the stages still to come would be fitted on
+            the scores of the removed ones. ``after_training`` may truncate, as
+            early stopping does.
+        """
+        if self._fitting:
+            raise RuntimeError(
+                f"truncate({n_stages!r}) was called during training, at stage "
+                f"{len(self.trees)}: the next stages would be fitted to the scores of the "
+                "removed ones. Stop training instead (after_iteration returns True) or "
+                "truncate in after_training or after fit")
+        n_stages = check_stage_count(n_stages, len(self.trees))
         n_before = len(self.trees)
         del self.trees[n_stages:]
         del self.stage_weights[n_stages:]
@@ -633,13 +682,42 @@ class Booster:
             self._packed[key] = self._pack(start, stop)
         return self._packed[key]
 
-    def predict_raw(self, X: np.ndarray, n_stages: int | None = None) -> np.ndarray:
-        """Raw scores F(x) of shape (n_samples, n_outputs); X C-ordered float or CSR.
+    def _check_X(self, X):
+        """X checked against the training data's features, as the kernels read it.
 
-        With ``n_stages`` only the first stages are used; a forest
-        (``boosting="rf"``) is then the mean of its first ``n_stages`` trees.
+        The estimators' check (``_input.check_predict_X``), without their warnings
+        about names and with 0 rows allowed.
         """
-        stop = len(self.trees) if n_stages is None else min(n_stages, len(self.trees))
+        return check_predict_X(X, n_features=self.n_features, feature_names=self.feature_names,
+                               pandas_categories=self.pandas_categories)
+
+    def predict_raw(self, X, n_stages: int | None = None) -> np.ndarray:
+        """Raw scores F(x) of shape (n_samples, n_outputs).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, data frame} of shape (n_samples, n_features)
+            Input data (NaN for missing), checked as the estimators check it
+            (``_input.check_predict_X``): the model's width; a frame's string
+            column names, in order; categorical columns read by label, and no
+            plain array for a model trained with them. float16 and ints are
+            read as float64; infinity is refused; 0 rows give 0 scores.
+        n_stages : int, default=None
+            Use only the first ``n_stages`` stages, an int in [0, number of
+            stages] (0: F0 alone); None uses them all. A forest
+            (``boosting="rf"``) is then the mean of its first ``n_stages``
+            trees.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+        """
+        stop = len(self.trees) if n_stages is None else check_stage_count(n_stages,
+                                                                           len(self.trees))
+        return self._predict_raw(self._check_X(X), stop)
+
+    def _predict_raw(self, X, stop: int) -> np.ndarray:
+        """``predict_raw`` of the first ``stop`` stages on X checked by ``_check_X``."""
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
         factor = self.mode.stage_mean_factor(len(self.trees), stop)
         if factor is not None and stop < len(self.trees):
@@ -647,27 +725,38 @@ class Booster:
             return self.init_score[None, :] + out * factor
         return self._packed_trees(0, stop).add_raw(X, out)
 
-    def staged_predict_raw(self, X: np.ndarray, stages=None):
-        """Yield raw scores (shape (n_samples, n_outputs)) after the given stages.
+    def staged_predict_raw(self, X, stages=None):
+        """Raw scores (shape (n_samples, n_outputs)) after the given stages, one at a time.
+
+        X and ``stages`` are checked at the call, not at the first stage.
 
         Parameters
         ----------
-        X : ndarray or sparse matrix
-            C-ordered float rows, or a SciPy sparse matrix.
+        X : {array-like, sparse matrix, data frame} of shape (n_samples, n_features)
+            Input data, as for ``predict_raw``.
         stages : iterable of int, default=None
-            Increasing stage counts (1-based) to yield at, capped at the number of
-            stages; None yields after every stage. The trees between two yields
-            are traversed together, so reading a few stages costs one prediction.
+            Strictly increasing stage counts in [0, number of stages] to yield
+            at (0: F0 alone); None yields after every stage. The trees between
+            two yields are traversed together, so reading a few stages costs
+            one prediction.
+
+        Returns
+        -------
+        generator of ndarray of shape (n_samples, n_outputs)
         """
+        return self._staged_predict_raw(self._check_X(X),
+                                        check_stages(stages, len(self.trees)))
+
+    def _staged_predict_raw(self, X, stages: list[int]):
+        """``staged_predict_raw`` on X checked by ``_check_X`` at checked ``stages``."""
         if sp.issparse(X):  # once, not at every stage's add_raw
             X = canonical_sparse(X, "csr")
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
         mode, n_stages = self.mode, len(self.trees)
         done = 0
-        for stop in range(1, n_stages + 1) if stages is None else stages:
-            stop = min(int(stop), n_stages)
+        for stop in stages:
             self._pack(done, stop).add_raw(X, out)
-            done = max(done, stop)
+            done = stop
             factor = mode.stage_mean_factor(n_stages, stop)
             if factor is not None:  # rf: the mean of the first stop stages
                 init = self.init_score[None, :]

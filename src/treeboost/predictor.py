@@ -44,7 +44,9 @@ class PackedTrees:
         self.categories = bin_mapper.bin_edges_
         self.n_categories = bin_mapper.n_edges_
         sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        # each tree's first node; no roots for no trees (a model of 0 stages, or its
+        # first 0), where [0] + cumsum[:-1] gave one root and add_raw read node 0 of none
+        offsets = np.cumsum(sizes) - sizes
         self.tree_roots = offsets.astype(NODE_DTYPE)
         self.tree_outputs = np.asarray(outputs, dtype=NODE_DTYPE)
 

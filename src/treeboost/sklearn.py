@@ -18,7 +18,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
     _num_samples,
-    check_array,
     check_is_fitted,
     check_X_y,
     validate_data,
@@ -27,6 +26,7 @@ from sklearn.utils.validation import (
 from . import _continued, _estimator_io, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES, Y_DTYPE
+from ._input import check_predict_X
 from ._threads import threads
 from .booster import Booster, BoostingParams
 from .callbacks import check_callbacks
@@ -36,7 +36,6 @@ from .dataset import (
     as_pandas,
     categorical_mask,
     check_init_score,
-    check_no_categories,
     frame_to_array,
 )
 from .dataset import group_offsets as dataset_group_offsets
@@ -219,7 +218,10 @@ class _TreeBoostBase(BaseEstimator):
         if init_score is not None:
             init_score = check_init_score(init_score, X.shape[0])
         keep = sample_weight > 0
-        if not keep.all():  # a zero weight means the row is not there
+        # a zero weight means the row is not there: the Dataset's rule (train() drops such
+        # rows before binning), applied here already because the early-stopping hold-out
+        # and warm_start's shape check are drawn over the rows that are there
+        if not keep.all():
             if keep.sum() < 2:
                 raise ValueError("sample_weight must be positive for at least 2 samples")
             X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
@@ -340,17 +342,16 @@ class _TreeBoostBase(BaseEstimator):
 
     # ---- prediction -----------------------------------------------------------
     def _validate_X(self, X):
-        """Check X against the training data's features; return its float matrix."""
-        checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
-                      accept_sparse=("csr", "csc"))
-        frame = as_pandas(X)
-        if frame is not None:
-            validate_data(self, frame, reset=False, skip_check_array=True)
-            X, _ = frame_to_array(frame, self.pandas_categories_)
-            return check_array(X, estimator=self, **checks)
-        check_no_categories(X, getattr(self, "pandas_categories_", {}),
-                            getattr(self, "feature_names_in_", None))
-        return validate_data(self, X, reset=False, **checks)
+        """Check X against the training data's features; return its float matrix.
+
+        The Booster's check (``_input.check_predict_X``), with scikit-learn's
+        warnings about names and its minimum of one row.
+        """
+        return check_predict_X(X, n_features=self.n_features_in_,
+                               feature_names=getattr(self, "feature_names_in_", None),
+                               pandas_categories=getattr(self, "pandas_categories_", {}),
+                               owner=type(self).__name__, warn_names=True,
+                               ensure_min_samples=1)
 
     def _check_X(self, X):
         check_is_fitted(self, "_booster")
@@ -373,13 +374,14 @@ class _TreeBoostBase(BaseEstimator):
 
     def _raw_predict(self, X) -> np.ndarray:
         X = self._check_X(X)
-        with threads(self.n_jobs):
-            return self._booster.predict_raw(X)
+        with threads(self.n_jobs):  # X checked once: the Booster's unchecked entry
+            return self._booster._predict_raw(X, len(self._booster.trees))
 
     def _staged_raw_predict(self, X):
         X = self._check_X(X)
+        booster = self._booster
         with threads(self.n_jobs):
-            yield from self._booster.staged_predict_raw(X)
+            yield from booster._staged_predict_raw(X, list(range(1, len(booster.trees) + 1)))
 
     @property
     def booster_(self) -> Booster:
@@ -538,6 +540,7 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         from sklearn.utils.class_weight import compute_sample_weight
 
         _validation.check_class_weight_keys(self.class_weight, y)
+        _validation.check_no_class_removed(self.class_weight, y)
         return sample_weight * compute_sample_weight(self.class_weight, y)
 
     def _check_label_types(self, y) -> None:
