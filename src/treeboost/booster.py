@@ -80,9 +80,10 @@ def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
         refused.append(f"boosting={p.boosting!r}")
     if p.grower.colsample_bynode < 1.0:
         refused.append("colsample_bynode < 1")
-    if p.grower.monotone_constraints is not None or \
-            p.grower.interaction_constraints is not None:
-        refused.append("monotone or interaction constraints")
+    if p.grower.monotone_constraints is not None:
+        refused.append("monotone_constraints")
+    if p.grower.interaction_constraints is not None:
+        refused.append("interaction_constraints")
     if booster.loss.needs_rng:
         refused.append(f"loss {booster.loss.name!r} (its draws are made per member)")
     if init_raw is not None:
@@ -565,11 +566,12 @@ class Booster:
         """The error for stage m (0-based), with the data's scales as the likely cause."""
         y, w = state.y, state.sample_weight
         out = f" for output {k}" if self.n_outputs > 1 else ""
+        init = ", of init_score" if state.init_raw is not None else ""
         return DivergenceError(
             f"training diverged at stage {m + 1} (1-based){out} with loss='{self.loss.name}': "
             f"{what}. Likely causes: the scale of y (|y| up to "
             f"{float(np.max(np.abs(y), initial=0.0)):.3g}) or of sample_weight (up to "
-            f"{float(np.max(w, initial=0.0)):.3g}), or a loss whose Newton steps do not "
+            f"{float(np.max(w, initial=0.0)):.3g}){init}, or a loss whose Newton steps do not "
             "converge on these targets; rescale y or sample_weight, or lower learning_rate "
             "or max_delta_step")
 
@@ -798,6 +800,7 @@ class _TrainingState:
         self.eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in self.eval_sets]
         # the scores before any tree: F0 plus the per-row init scores, if any
         init = booster.init_score[:, None]
+        self.init_raw = init_raw  # named by a DivergenceError as a likely cause
         self.base = init if init_raw is None else init + init_raw
         self.eval_base = [init if e.init_raw is None else init + e.init_raw
                           for e in self.eval_sets]
