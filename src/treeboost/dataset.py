@@ -154,6 +154,13 @@ def categorical_mask(spec, n_features: int, feature_names, category_columns) -> 
     if isinstance(spec, str):  # "from_dtype", checked by the parameter table
         mask[list(category_columns)] = True
         return mask
+    if isinstance(spec, np.ndarray) and spec.dtype == bool and spec.ndim == 1 and spec.size:
+        # the estimators' mask: as the general path below makes it, without a list of
+        # a Python object per column (hashed data: 2**20 of them, 1 s and 8 MB a call)
+        if spec.size != n_features:
+            raise ValueError(f"categorical_features has {spec.size} booleans but X has "
+                             f"{n_features} features")
+        return spec.copy()
     items = list(spec)
     if items and all(isinstance(v, (bool, np.bool_)) for v in items):
         if len(items) != n_features:

@@ -22,6 +22,7 @@ from ._dtypes import (
     N_BINS,
     NODE_DTYPE,
     SUM_DTYPE,
+    readonly,
 )
 from ._kernels.grower import (
     OPEN_ROOT,
@@ -91,7 +92,7 @@ def _serial_limits() -> tuple[int, int, int]:
 
 
 # A stage's shared root histograms (several outputs) are used up to this size of
-# buffer: n_features x N_BINS x 2 n_outputs float64
+# buffer: n_features x hist_bins x 2 n_outputs float64
 _MULTI_ROOT_BYTES = 256 * 2**20
 _MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
 # Scratch's root_gradient and root_counts until a unit-hessian root's counts are kept
@@ -233,23 +234,27 @@ def splittable_features(X_binned, n_bins_non_missing: np.ndarray) -> np.ndarray:
     -------
     ndarray of bool, shape (n_features,)
     """
-    n_features, n_samples = X_binned.shape
+    n_samples = X_binned.shape[1]
     usable = np.asarray(n_bins_non_missing) >= 2
-    few = np.flatnonzero(~usable)
-    if few.size == 0:
+    if usable.all():
         return usable
     if isinstance(X_binned, SparseBinned):
-        stored = np.diff(X_binned.col_ptr)
-        entry_feature = np.repeat(np.arange(n_features), stored)
-        n_missing = np.bincount(entry_feature[X_binned.bins == MISSING_BIN],
-                                minlength=n_features)
+        # a column without stored entries has every row in its zero bin, one bin: only
+        # the few-bin columns with entries are looked at (hashed data: thousands of a
+        # million), with arrays of their number, not of the columns'
+        col_ptr = X_binned.col_ptr
+        few = np.flatnonzero(~usable & (col_ptr[1:] != col_ptr[:-1]))
+        start, stop = col_ptr[few], col_ptr[few + 1]
+        missing_before = np.concatenate(([0], np.cumsum(X_binned.bins == MISSING_BIN)))
+        n_missing = missing_before[stop] - missing_before[start]
+        stored = stop - start
         unstored = stored < n_samples  # rows in the zero bin
-        zero_missing = X_binned.zero_bin == MISSING_BIN
+        zero_missing = X_binned.zero_bin[few] == MISSING_BIN
         has_missing = (n_missing > 0) | (unstored & zero_missing)
         has_value = (stored - n_missing > 0) | (unstored & ~zero_missing)
-        usable[few] = has_missing[few] & has_value[few]
+        usable[few] = has_missing & has_value
     else:
-        for f in few:
+        for f in np.flatnonzero(~usable):
             missing = X_binned[f] == MISSING_BIN
             usable[f] = missing.any() and not missing.all()
     return usable
@@ -270,11 +275,17 @@ class TreeGrower:
         1 for categorical features (``BinMapper.is_categorical_``).
     params : GrowerParams
         Tree size and regularisation.
+    n_rows_total : int, default=None
+        Data-parallel training: the rows of the whole group, which size its trees
+        and histograms alike on every member.
+    narrowed : tuple of (int, ndarray), default=None
+        ``(hist_bins, binned)`` of a grower of the same data and parameters, whose
+        narrowed matrix is then shared rather than copied (``serial_twins``).
     """
 
     def __init__(self, X_binned: np.ndarray, n_bins_non_missing: np.ndarray,
                  is_categorical: np.ndarray, params: GrowerParams,
-                 n_rows_total: int | None = None):
+                 n_rows_total: int | None = None, narrowed: tuple | None = None):
         self.X_binned = X_binned
         # data-parallel training: the rows of the whole group, which bound its trees
         self.n_rows_total = n_rows_total
@@ -284,9 +295,15 @@ class TreeGrower:
         self.n_features, n_samples = X_binned.shape
         self._categorical = bool(self.is_categorical.any())
         self.sparse = isinstance(X_binned, SparseBinned)
-        #: bins a histogram holds per feature, the last the missing bin's
-        self.hist_bins = (_sparse_hist_bins(self.n_bins_non_missing, self._categorical)
-                          if self.sparse else N_BINS)
+        #: bins a histogram holds per feature, the last the missing bin's; and the
+        #: dense binned matrix the kernels read, whose missing bin is that last one
+        if self.sparse:
+            self.hist_bins, self._binned = _narrow_hist_bins(
+                self.n_bins_non_missing, self._categorical), X_binned
+        elif narrowed is not None:
+            self.hist_bins, self._binned = narrowed
+        else:
+            self.hist_bins, self._binned = self._dense_layout()
         self._feature_bins = FeatureBins(self.n_bins_non_missing, self.is_categorical,
                                          self.hist_bins - 1)
         # float() every scalar: an int reg_lambda=1 would compile another signature
@@ -342,6 +359,38 @@ class TreeGrower:
                                    np.zeros(self.n_features, dtype=np.uint8),
                                    np.empty(self.n_features, dtype=NODE_DTYPE))
 
+    def _dense_layout(self) -> tuple[int, np.ndarray]:
+        """(hist_bins, binned) of dense data: the histograms narrowed where that saves memory.
+
+        A dense histogram has N_BINS bins a feature, the last for the missing values
+        (``MISSING_BIN`` in ``X_binned``). Where every feature has few value bins, most
+        are bins no row falls in, yet committed: each feature's 6 KiB is written at
+        both ends (30 rows x 20,000 features of 30 bins: 123 MB a histogram for 0.6 MB
+        of binned data). Narrowed to the most value bins plus one, the missing bin is
+        the last, and the kernels read a copy of ``X_binned`` with its missing bins
+        rewritten so (the Dataset's own matrix is shared by other fits). The copy is
+        made where it is smaller than the histograms' saving, rows <= slots x
+        (N_BINS - hist_bins) x 24 bytes: wide data, not tall data, whose histograms are
+        small next to its rows. A split search reads the value bins, then the missing
+        bin, wherever it is: the trees are the same bits.
+        """
+        narrow = _narrow_hist_bins(self.n_bins_non_missing, self._categorical)
+        if narrow == N_BINS:
+            return N_BINS, self.X_binned
+        saved = self.leaf_capacity() * (N_BINS - narrow) * 3 * np.dtype(SUM_DTYPE).itemsize
+        if (self.n_rows_total or self.X_binned.shape[1]) > saved:
+            return N_BINS, self.X_binned
+        missing = self.X_binned == MISSING_BIN
+        # a value bin past every feature's n_bins_non_missing (binned data the caller's
+        # counts understate) would fall outside the narrow histograms: kept wide
+        if np.max(self.X_binned, where=~missing, initial=0) >= narrow - 1:
+            return N_BINS, self.X_binned
+        binned = np.array(self.X_binned, order="C")  # C order: the kernels' one type
+        binned[missing] = narrow - 1
+        if not self.X_binned.flags.writeable:
+            binned = readonly(binned)
+        return narrow, binned
+
     @property
     def n_threads(self) -> int:
         """The fit's thread count (read once, when the grower was made)."""
@@ -357,7 +406,7 @@ class TreeGrower:
         """
         while len(self._serial_twins) < n:
             twin = TreeGrower(self.X_binned, self.n_bins_non_missing, self.is_categorical,
-                              self.params)
+                              self.params, self.n_rows_total, (self.hist_bins, self._binned))
             twin._serial_limits = (_ALWAYS_SERIAL, _ALWAYS_SERIAL, 1)
             twin._splittable = self._splittable
             self._serial_twins.append(twin)
@@ -390,7 +439,7 @@ class TreeGrower:
         indices = np.empty((gradient.shape[0], sample_indices.shape[0]), dtype=INDEX_DTYPE)
         indices[:] = sample_indices
         multi, counts = _NO_ROOT[:2] if root is None else root
-        return (self.X_binned, gradient, hessian, indices, features, bool(all_rows),
+        return (self._binned, gradient, hessian, indices, features, bool(all_rows),
                 *first._record_tuples[:3], scratches, multi, counts,
                 first._general(sample_indices.shape[0], features.shape[0], all_rows),
                 bynodes, first.constraints)
@@ -474,13 +523,13 @@ class TreeGrower:
         n_outputs = gradient.shape[0]
         # quantised gradients: each tree quantises its own output, on scales of its own
         if self.sparse or self.quantized or n_outputs < 2 or (
-                self.n_features * N_BINS * 2 * n_outputs * 8 > _MULTI_ROOT_BYTES):
+                self.n_features * self.hist_bins * 2 * n_outputs * 8 > _MULTI_ROOT_BYTES):
             return None
         if self._multi_root is None or self._multi_root[0].shape[2] != 2 * n_outputs:
             # np.empty: only the used bins are ever written, and only they commit memory
             self._multi_root = (
-                np.empty((self.n_features, N_BINS, 2 * n_outputs), dtype=SUM_DTYPE),
-                np.empty((self.n_features, N_BINS), dtype=SUM_DTYPE),
+                np.empty((self.n_features, self.hist_bins, 2 * n_outputs), dtype=SUM_DTYPE),
+                np.empty((self.n_features, self.hist_bins), dtype=SUM_DTYPE),
                 np.empty((self._serial_limits[2], _MULTI_ROOT_BLOCK, 2 * n_outputs),
                          dtype=G_H_DTYPE))
         multi, counts, ordered = self._multi_root
@@ -490,8 +539,9 @@ class TreeGrower:
             if self._scratch.root_counts.shape[0] == 0:
                 self._count_root_rows(sample_indices)
             counts = self._scratch.root_counts
-        build_root_histograms_multi(self.X_binned, sample_indices, gradient, hessian,
-                                    features, self.n_bins_non_missing, MISSING_BIN, ordered,
+        build_root_histograms_multi(self._binned, sample_indices, gradient, hessian,
+                                    features, self.n_bins_non_missing, self.hist_bins - 1,
+                                    ordered,
                                     multi, counts, not all_rows, self._serial_limits[2])
         return multi, counts
 
@@ -514,7 +564,7 @@ class TreeGrower:
         """
         if self._tree is None:  # the records are built once per grower, i.e. per fit
             self._build_records()
-        X_binned, sparse = self.X_binned, self._sparse
+        X_binned, sparse = self._binned, self._sparse
         if sparse is not None:
             X_binned = self._column
             g, h = (gradient, hessian) if all_rows else (gradient[sample_indices],
@@ -570,7 +620,7 @@ class TreeGrower:
             # np.empty: only the used bins of the pool are written, and commit memory
             self._quant = QuantizedGradients(
                 np.empty(n_samples, dtype=np.int64), np.empty(n_samples, dtype=np.int64),
-                np.empty(hist_pool.shape[:2] + (N_BINS,), dtype=np.int64),
+                np.empty(hist_pool.shape[:2] + (self.hist_bins,), dtype=np.int64),
                 np.ones(2, dtype=SUM_DTYPE))
         self._record_tuples = (tuple(self._feature_bins), tuple(self._tree),
                                tuple(self._split_params), tuple(self._scratch))
@@ -588,10 +638,10 @@ class TreeGrower:
         features = np.arange(self.n_features, dtype=NODE_DTYPE)
         _, histogram_updates_min, n_threads = self._serial_limits
         if sample_indices.shape[0] * self.n_features >= histogram_updates_min:
-            build_histograms_root(self.X_binned, ones, None, features, counts, n_threads)
+            build_histograms_root(self._binned, ones, None, features, counts, n_threads)
         else:
             s = self._scratch
-            build_histograms_serial(self.X_binned, sample_indices, ones, None, features,
+            build_histograms_serial(self._binned, sample_indices, ones, None, features,
                                     s.ordered_gradient, s.ordered_hessian, counts)
         self._scratch = self._scratch._replace(root_gradient=np.zeros(shape, dtype=SUM_DTYPE),
                                                root_counts=counts)
@@ -651,8 +701,8 @@ class TreeGrower:
                 "raise min_samples_leaf") from None
 
 
-def _sparse_hist_bins(n_bins_non_missing: np.ndarray, categorical: bool) -> int:
-    """Bins per feature of a sparse grower's histograms: the most value bins plus one.
+def _narrow_hist_bins(n_bins_non_missing: np.ndarray, categorical: bool) -> int:
+    """Bins per feature of narrowed histograms: the most value bins plus one.
 
     A histogram of N_BINS bins per feature holds mostly bins no row can fall
     in where features have few values (counts in a bag of words: at most 16 of
@@ -740,6 +790,9 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     """
     if any(g.sparse or g.params.colsample_bynode < 1.0 for g in growers):
         raise ValueError("grow_data_parallel takes dense data without colsample_bynode")
+    if len({g.hist_bins for g in growers}) != 1:  # shards sized apart: n_rows_total unset
+        raise ValueError("every shard's grower must have histograms of the same bins: "
+                         "give each TreeGrower the group's rows as n_rows_total")
     quantized = growers[0].quantized
     if quantized and reduce is None:
         raise ValueError("grow_data_parallel with quantised gradients needs reduce")
@@ -801,18 +854,19 @@ def _sum_exactly(trees, gradients, hessians, sample_indices, reduce) -> None:
                 n.sum_h[j] = n.sum_h[a] + n.sum_h[b]
 
 
-def used_bins(n_bins_non_missing: np.ndarray, features: np.ndarray) -> np.ndarray:
+def used_bins(n_bins_non_missing: np.ndarray, features: np.ndarray,
+              hist_bins: int = N_BINS) -> np.ndarray:
     """Flat indices (into a histogram's first two axes) of the bins a tree fills.
 
-    A node histogram is (n_features, N_BINS, 3) of which only the listed features'
-    value bins and missing bin are written (the rest is uncommitted memory); these are
-    the bins a distributed tree sums across processes.
+    A node histogram is (n_features, hist_bins, 3) of which only the listed features'
+    value bins and missing bin (the last) are written (the rest is uncommitted memory);
+    these are the bins a distributed tree sums across processes.
     """
     features = np.asarray(features, dtype=np.int64)
     nb = np.asarray(n_bins_non_missing, dtype=np.int64)[features]
-    starts = features * N_BINS
+    starts = features * hist_bins
     values = np.repeat(starts, nb) + (np.arange(nb.sum()) - np.repeat(np.cumsum(nb) - nb, nb))
-    return np.concatenate([values, starts + MISSING_BIN])
+    return np.concatenate([values, starts + hist_bins - 1])
 
 
 def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.ndarray,
@@ -855,7 +909,7 @@ def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.n
         If the processes reach different nodes (they were given different data
         than they claim, e.g. other bins); a ``CollectiveError`` if a process fails.
     """
-    index = np.sort(used_bins(grower.n_bins_non_missing, features))
+    index = np.sort(used_bins(grower.n_bins_non_missing, features, grower.hist_bins))
     # the used bins mostly fill the span from the first to the last: then the span is
     # summed, copied as one slice, many times faster than gathered by index (0.27 ms a
     # node at 28 x 256). The unused bins inside it hold what earlier nodes left there,
