@@ -107,7 +107,9 @@ def test_index_base(tmp_path, zero_based, text, X):
 
 def test_n_features(tmp_path):
     path = _write(tmp_path / "w.svm", "1 1:5\n\n0 3:6\n")
-    X, _, _ = read_svmlight(path, n_features=5)
+    # no index 0 and every index below n_features: either base fits, and the reader says so
+    with pytest.warns(UserWarning, match=r"w\.svm: never uses feature index 0"):
+        X, _, _ = read_svmlight(path, n_features=5)
     np.testing.assert_array_equal(X.toarray(), [[5.0, 0, 0, 0, 0], [0, 0, 6.0, 0, 0]])
     with pytest.raises(DataError, match=r"w\.svm: line 3: feature index 3 is beyond "
                                         r"n_features=2"):

@@ -927,7 +927,10 @@ def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.n
         flat = hists[0].reshape(-1, width)
         packed[:-1] = flat[run]
         packed[-1] = node
-        collective.allreduce_sum(packed)
+        # the unread bins inside the span may hold leftovers whose sums overflow: no
+        # warning for values nothing reads
+        with np.errstate(over="ignore", invalid="ignore"):
+            collective.allreduce_sum(packed)
         if packed[-1, 0] != node * collective.world_size or \
                 packed[-1, -1] != packed[-1, 0]:
             raise RuntimeError(f"the processes of the group grow different nodes (this one "
