@@ -86,6 +86,15 @@ def test_zero_weights_still_leave_their_rows_out(client):
         _chunked(X), _chunked(y), sample_weight=_chunked(w))
     assert sum(s["rows"] for s in model.collective_stats_) == np.count_nonzero(w)
     assert np.all(np.isfinite(model.predict(_chunked(X)).compute()))
+    # nor do they place bin edges: the local estimator's bins (it drops them first), and
+    # so its trees (before: the edges of all the rows, another model)
+    local = TreeBoostRegressor(**FAST).fit(X, y, sample_weight=w)
+    mine, theirs = model.booster_.bin_mapper, local.booster_.bin_mapper
+    np.testing.assert_array_equal(mine.n_edges_, theirs.n_edges_)
+    np.testing.assert_array_equal(mine.bin_edges_, theirs.bin_edges_)
+    # the members' histogram sums differ from one process's in the last bits only
+    np.testing.assert_allclose(model.predict(_chunked(X)).compute(), local.predict(X),
+                               rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize(("weight", "message"), [

@@ -187,9 +187,11 @@ def _train_member(rank: int, world_size: int, rendezvous: str, bin_mapper, param
                              training_seconds=time.perf_counter() - binned)
 
 
-def _count_categories(block, columns):
-    """[(has NaN, sorted distinct values, their counts)] of each column of ``columns``."""
+def _count_categories(block, columns, weight_column: int):
+    """[(has NaN, sorted distinct values, their counts)] of each column of ``columns``,
+    over the block's rows of positive weight (column ``weight_column``)."""
     out = []
+    block = block[block[:, weight_column] > 0]
     for f in columns:
         column = block[:, f]
         values = column[~np.isnan(column)]
@@ -683,15 +685,22 @@ class _DaskTreeBoostBase(BaseEstimator):
         categorical = categorical_mask(self.categorical_features, n_features, names, ())
         mapper = BinMapper(self.max_bins, subsample=BIN_SAMPLE_ROWS, random_state=seed,
                            is_categorical=categorical)
-        if n <= BIN_SAMPLE_ROWS:  # fit reads every row
-            return mapper.fit(client.compute(data[:, :n_features]).result())
+        # a row of weight 0 is not there (the local Dataset drops it before binning), so
+        # it places no bin edge: the weight column travels with the rows and filters them
+        # (two slices of their own: computing the persisted matrix itself would gather its
+        # partitions, the members' rows, onto one worker)
+        weight = n_features + 1
+        if n <= BIN_SAMPLE_ROWS:  # fit reads every row: the local estimator's bins
+            X, w = client.compute([data[:, :n_features], data[:, weight]], sync=True)
+            return mapper.fit(X[w > 0])
         rows = np.sort(np.random.default_rng(seed).choice(n, size=BIN_SAMPLE_ROWS,
                                                           replace=False))
-        sample = client.compute(data[rows][:, :n_features]).result()
+        X, w = client.compute([data[rows][:, :n_features], data[rows][:, weight]], sync=True)
+        sample = X[w > 0]
         if not categorical.any():
             return mapper.fit(sample)
         columns = np.flatnonzero(categorical)
-        counted = dask.compute(*[dask.delayed(_count_categories)(block, columns)
+        counted = dask.compute(*[dask.delayed(_count_categories)(block, columns, weight)
                                  for block in data.to_delayed().ravel()])
         categories = {}
         for j, f in enumerate(columns):
