@@ -202,6 +202,92 @@ class Booster:
         """Number of features of the training data."""
         return int(self.bin_mapper.n_edges_.size)
 
+    # ---- model view and model file (treeboost.model_view) -------------------------
+    def dump_model(self) -> dict:
+        """The model as plain data (dicts, lists, str, int, float, bool, None), in user units.
+
+        The model file's information with raw thresholds instead of bins and
+        category values instead of bitsets; walking it gives ``predict_raw`` bit for
+        bit: output k's raw score is ``init_score[k]`` plus, over the stages, the
+        ``value`` of the leaf ``trees[stage][k]`` sends the row to.
+
+        .. versionadded:: 0.1.0
+
+        Returns
+        -------
+        dict
+            Stable within ``format_version`` 1: ``format``, ``format_version``,
+            ``treeboost_version``, ``loss`` ``{"name", "params", "link"}``, ``params``,
+            ``n_features``, ``feature_names``, ``features`` (per feature ``{"index",
+            "name", "kind", "categories", "has_missing"}``; ``categories``: None for
+            a numerical feature, else the training categories as the user gives them,
+            a frame's labels or the integer codes), ``n_outputs``, ``n_classes``
+            (None unless classification), ``init_score``, ``n_stages``,
+            ``best_iteration``, ``trees[stage][output]``: ``{"stage", "output",
+            "tree_index" (stage * n_outputs + output), "n_leaves", "nodes"}``.
+            ``nodes[i]`` is node i (0 the root, children after their parent), every
+            node with the keys ``node``, ``parent``, ``depth`` (root 0), ``is_leaf``,
+            ``value`` (shrunk), ``cover`` (sum of hessians), ``count`` (rows), and,
+            None at leaves, ``feature``, ``feature_name``, ``left``, ``right``,
+            ``gain``, ``split_type``, ``threshold``, ``categories_left``,
+            ``missing_go_left``, ``unseen_go_left``. "numerical": go left when
+            ``x <= threshold``; NaN goes left when ``missing_go_left``.
+            "categorical": the values in ``categories_left`` go left; NaN and any
+            category not in the feature's ``categories`` (unseen in training) go
+            left when ``missing_go_left`` (= ``unseen_go_left``); the others right.
+        """
+        from .model_view import dump_model
+
+        return dump_model(self)
+
+    def trees_to_dataframe(self):
+        """LightGBM's ``trees_to_dataframe`` table of ``dump_model()``: a row per node.
+
+        .. versionadded:: 0.1.0
+
+        Returns
+        -------
+        pandas.DataFrame
+            LightGBM's columns and row order (``model_view.trees_to_dataframe``).
+        """
+        from .model_view import dump_model, trees_to_dataframe
+
+        return trees_to_dataframe(dump_model(self))
+
+    def save_model(self, path) -> None:
+        """Write the model file: ``serialization.save_booster(self, path)``.
+
+        .. versionadded:: 0.1.0
+
+        Parameters
+        ----------
+        path : str or path-like
+            File to write (atomically).
+        """
+        from .model_view import save_model
+
+        save_model(self, path)
+
+    @staticmethod
+    def load_model(path) -> Booster:
+        """Read a model file, an estimator's too, as a Booster (``model_view.load_model``).
+
+        .. versionadded:: 0.1.0
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file of ``save_model`` or of an estimator's ``save_model``.
+
+        Returns
+        -------
+        Booster
+            With the file's ``best_iteration`` and ``evals_result``, as ``train`` sets them.
+        """
+        from .model_view import load_model
+
+        return load_model(path)
+
     # ---- training ------------------------------------------------------------
     def fit(self, X_binned, y, sample_weight, seed: int, eval_sets=(), metrics=(),
             record_training=False, callbacks=(), trace: list | None = None, *,

@@ -43,6 +43,7 @@ from .booster import Booster, BoostingParams
 from .exceptions import ModelFormatError
 from .grower import GrowerParams
 from .losses import CLASSIFICATION_LOSSES, available_losses, get_loss
+from .model_view import register_model_file
 from .tree import TREE_FIELDS, Tree
 
 FORMAT = "treeboost-model"
@@ -682,3 +683,8 @@ def load_booster(path, *, return_metadata: bool = False):
             metadata["svmlight_zero_based"] = base
         return booster, metadata
     return booster
+
+
+# Booster.save_model and Booster.load_model call these through model_view (which
+# booster imports, so neither may import this module, which imports booster)
+register_model_file(save_booster, load_booster)

@@ -1,7 +1,7 @@
-"""Command line: ``treeboost train``, ``predict``, ``study``, ``report`` and ``demo``.
+"""Command line: ``treeboost train``, ``predict``, ``dump``, ``study``, ``report`` and ``demo``.
 
 ``main`` builds one argparse parser whose subcommands live in ``train.py``,
-``predict.py`` and ``study.py``; model options come from the parameter table
+``predict.py``, ``dump.py`` and ``study.py``; model options come from the parameter table
 (``_options.py``). Errors in the user's input (a missing file, an unknown column, a bad
 option value) print one line and exit with status 1, without a traceback.
 """
@@ -56,7 +56,7 @@ def _demo(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``treeboost`` argument parser with all its subcommands."""
-    from . import predict, study, train
+    from . import dump, predict, study, train
     from ._options import seed
 
     parser = argparse.ArgumentParser(
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     train.add_parser(sub)
     predict.add_parser(sub)
+    dump.add_parser(sub)
     study.add_parsers(sub)
     demo = sub.add_parser("demo", help="train and evaluate on scikit-learn's bundled datasets")
     demo.add_argument("--n-estimators", type=int, default=100)
