@@ -41,7 +41,13 @@ from .grower import (
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
 from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
-from .predictor import PackedTrees
+from .predictor import (
+    PackedTrees,
+    check_iteration_range,
+    ranged_booster,
+    slice_booster,
+    stage_slice,
+)
 from .sampling import ColumnSampler, GossSampler, SubSampler, stage_streams
 from .tree import Tree
 
@@ -779,7 +785,8 @@ class Booster:
         return check_predict_X(X, n_features=self.n_features, feature_names=self.feature_names,
                                pandas_categories=self.pandas_categories)
 
-    def predict_raw(self, X, n_stages: int | None = None) -> np.ndarray:
+    def predict_raw(self, X, n_stages: int | None = None, *,
+                    iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Raw scores F(x) of shape (n_samples, n_outputs).
 
         Parameters
@@ -794,24 +801,142 @@ class Booster:
             Use only the first ``n_stages`` stages, an int in [0, number of
             stages] (0: F0 alone); None uses them all. A forest
             (``boosting="rf"``) is then the mean of its first ``n_stages``
-            trees.
+            trees. ``n_stages=k`` (k >= 1) is ``iteration_range=(0, k)``.
+        iteration_range : tuple of (int, int), default=None
+            Use only the stages ``[start, stop)`` (XGBoost's parameter; ``stop``
+            = 0 means to the last stage, ``predictor.check_iteration_range``): the
+            sum of their trees, plus F0 only when ``start`` is 0, so that
+            consecutive ranges add up to the model. A forest is the mean of
+            those stages' trees. The predictions of ``self[start:stop]``. Not
+            with ``n_stages``.
+
+            .. versionadded:: 0.1.0
 
         Returns
         -------
         ndarray of shape (n_samples, n_outputs)
         """
-        stop = len(self.trees) if n_stages is None else check_stage_count(n_stages,
-                                                                           len(self.trees))
-        return self._predict_raw(self._check_X(X), stop)
+        start, stop = self._stage_range(n_stages, iteration_range)
+        return self._predict_raw(self._check_X(X), stop, start)
 
-    def _predict_raw(self, X, stop: int) -> np.ndarray:
-        """``predict_raw`` of the first ``stop`` stages on X checked by ``_check_X``."""
-        out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
-        factor = self.mode.stage_mean_factor(len(self.trees), stop)
-        if factor is not None and stop < len(self.trees):
-            out = self._packed_trees(0, stop).add_raw(X, np.zeros_like(out))
-            return self.init_score[None, :] + out * factor
-        return self._packed_trees(0, stop).add_raw(X, out)
+    def _stage_range(self, n_stages, iteration_range) -> tuple[int, int]:
+        """The stages [start, stop) that ``n_stages`` or ``iteration_range`` select."""
+        if n_stages is not None and iteration_range is not None:
+            raise ValueError(f"n_stages={n_stages!r} and iteration_range={iteration_range!r} "
+                             "were both given: n_stages=k is iteration_range=(0, k), give one")
+        if n_stages is not None:
+            return 0, check_stage_count(n_stages, len(self.trees))
+        return check_iteration_range(iteration_range, len(self.trees))
+
+    def _predict_raw(self, X, stop: int, start: int = 0) -> np.ndarray:
+        """``predict_raw`` of the stages ``start:stop`` on X checked by ``_check_X``."""
+        init = self.init_score if start == 0 else np.zeros_like(self.init_score)
+        out = np.repeat(init[None, :], X.shape[0], axis=0)
+        factor = self.mode.stage_mean_factor(len(self.trees), stop - start)
+        if factor is not None and stop - start < len(self.trees):
+            out = self._packed_trees(start, stop).add_raw(X, np.zeros_like(out))
+            return init[None, :] + out * factor
+        return self._packed_trees(start, stop).add_raw(X, out)
+
+    def predict_leaf(self, X, *, iteration_range: tuple[int, int] | None = None
+                     ) -> np.ndarray:
+        """The leaf every row reaches in every tree (XGBoost's ``pred_leaf``).
+
+        .. versionadded:: 0.1.0
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, data frame} of shape (n_samples, n_features)
+            Input data, checked as ``predict_raw`` checks it.
+        iteration_range : tuple of (int, int), default=None
+            Only the trees of the stages ``[start, stop)``, as ``predict_raw``.
+
+        Returns
+        -------
+        ndarray of int32 of shape (n_samples, n_stages * n_outputs)
+            Column ``(m - start) * n_outputs + k`` is the leaf of tree
+            ``trees[m][k]`` (stage-major, XGBoost's and LightGBM's order). A
+            leaf is its node index in that tree's arrays (node 0 the root), so
+            ``trees[m][k].value[leaf]`` is what the tree adds to output k, and
+            F0 plus the sum of these values over the columns of output k is
+            ``predict_raw`` (for a forest, times the ``rf`` mean's factor).
+            Rows route exactly as in ``predict_raw``.
+        """
+        start, stop = check_iteration_range(iteration_range, len(self.trees))
+        return self._packed_trees(start, stop).leaves(self._check_X(X))
+
+    def predict_contribs(self, X, *, iteration_range: tuple[int, int] | None = None
+                         ) -> np.ndarray:
+        """Exact TreeSHAP feature contributions (``explain.shap_values``).
+
+        .. versionadded:: 0.1.0
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, data frame} of shape (n_samples, n_features)
+            Input data, checked as ``predict_raw`` checks it.
+        iteration_range : tuple of (int, int), default=None
+            Explain ``predict_raw(X, iteration_range=...)``: the contributions of
+            ``self[start:stop]``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs, n_features + 1)
+            Column j < n_features is feature j's contribution to output k, the
+            last the bias; each row sums to ``predict_raw``'s score of output k.
+        """
+        from .explain import shap_values
+
+        return shap_values(ranged_booster(self, iteration_range), self._check_X(X))
+
+    def predict_interactions(self, X, *, iteration_range: tuple[int, int] | None = None
+                             ) -> np.ndarray:
+        """SHAP interaction values (``explain.shap_interaction_values``).
+
+        .. versionadded:: 0.1.0
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, data frame} of shape (n_samples, n_features)
+            Input data, checked as ``predict_raw`` checks it.
+        iteration_range : tuple of (int, int), default=None
+            Explain ``predict_raw(X, iteration_range=...)``: the interactions of
+            ``self[start:stop]``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs, n_features + 1, n_features + 1)
+            Symmetric in its last two axes; row j < n_features sums to
+            ``predict_contribs``'s column j, the bias alone at the last corner,
+            and each output's matrix sums to ``predict_raw``'s score.
+        """
+        from .explain import shap_interaction_values
+
+        return shap_interaction_values(ranged_booster(self, iteration_range),
+                                       self._check_X(X))
+
+    def __getitem__(self, key) -> Booster:
+        """A new Booster of some stages: ``booster[a:b]``, ``booster[i]``, ``booster[...]``.
+
+        XGBoost's ``Booster`` slicing (``predictor.stage_slice``): an int ``i`` is
+        ``i:i+1``; ``...`` is every stage; negative indices, a stop past the last
+        stage, an empty slice and a step other than 1 are refused. The new
+        Booster predicts ``predict_raw(X, iteration_range=(a, b))``: F0 only when
+        ``a`` is 0 (else 0). This Booster is not changed; the trees are copies
+        (``predictor.slice_booster``).
+
+        .. versionadded:: 0.1.0
+
+        Parameters
+        ----------
+        key : int, slice or Ellipsis
+            The stages to keep.
+
+        Returns
+        -------
+        Booster
+        """
+        return slice_booster(self, *stage_slice(key, len(self.trees)))
 
     def staged_predict_raw(self, X, stages=None):
         """Raw scores (shape (n_samples, n_outputs)) after the given stages, one at a time.
@@ -854,14 +979,42 @@ class Booster:
 
     def feature_importances(self, importance_type: str = _params.default("importance_type")
                             ) -> np.ndarray:
-        """Total split gain (or number of splits) per feature, not normalised."""
+        """Importance of every feature over the splits of every tree, not normalised.
+
+        Parameters
+        ----------
+        importance_type : {"split", "gain", "total_gain", "cover", "total_cover"}, \
+default="gain"
+            XGBoost's names: "split" (XGBoost's "weight") the number of splits on
+            the feature; "total_gain" the sum of their gains; "total_cover" the
+            sum of their covers (sum of hessians of the training rows reaching
+            the split, ``Tree.cover``); "cover" the mean cover per split.
+            "gain" is treeboost's and LightGBM's: the total gain, the same as
+            "total_gain" (XGBoost's "gain" is the mean gain per split: divide
+            "total_gain" by "split").
+
+            .. versionchanged:: 0.1.0
+               "total_gain", "cover" and "total_cover"; unknown names refused.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            0 for a feature no tree splits on.
+        """
+        _params.validate({"importance_type": importance_type}, "regressor")  # every scope's
+        kind = importance_type.replace("total_", "")
         out = np.zeros(self.n_features, dtype=np.float64)
+        count = np.zeros(self.n_features, dtype=np.float64)
         for stage in self.trees:
             for tree in stage:
                 internal = tree.left >= 0
-                weights = tree.gain[internal] if importance_type == "gain" else 1.0
-                np.add.at(out, tree.feature[internal], weights)
-        return out
+                np.add.at(count, tree.feature[internal], 1.0)
+                if kind != "split":
+                    np.add.at(out, tree.feature[internal], getattr(tree, kind)[internal])
+        if kind == "split":
+            return count
+        return np.divide(out, count, out=out, where=count > 0) \
+            if importance_type == "cover" else out
 
 
 class _TrainingState:

@@ -48,8 +48,15 @@ from .booster import Booster, check_distributed
 from .collective import Collective, CollectiveError
 from .dataset import Dataset, _is_category, _is_numeric, categorical_mask, merge_counts
 from .modes import check_mode
+from .predictor import check_iteration_range
 from .sampling import make_streams
-from .sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor, _params_doc
+from .sklearn import (
+    TreeBoostClassifier,
+    TreeBoostRanker,
+    TreeBoostRegressor,
+    _check_explain,
+    _params_doc,
+)
 from .training import _loss, boosting_params, train
 
 __all__ = ["DaskTreeBoostClassifier", "DaskTreeBoostRanker", "DaskTreeBoostRegressor"]
@@ -237,12 +244,13 @@ def _block_summary(block, n_features: int):
                       np.count_nonzero(w > 0), np.min(w, initial=0.0, where=w < 0)]])
 
 
-def _predict_block(block, model, method, names):
+def _predict_block(block, model, method, names, **options):
+    """``model.method(block, **options)``, the block a frame of the training names if any."""
     if names is not None:
         import pandas as pd
 
         block = pd.DataFrame(block, columns=names)
-    return getattr(model, method)(block)
+    return getattr(model, method)(block, **options)
 
 
 # ---- client side -------------------------------------------------------------------
@@ -767,7 +775,12 @@ class _DaskTreeBoostBase(BaseEstimator):
         self.to_local().save_model(path)
 
     # ---- prediction ----------------------------------------------------------
-    def _map(self, X, method: str, n_outputs: int | None, dtype):
+    def _map(self, X, method: str, tail: tuple, dtype, **options):
+        """``method`` of the local model mapped over X's row blocks, lazily.
+
+        ``tail`` is the shape of one row's output (``()`` for a number per row);
+        ``options`` are passed to ``method`` on every block.
+        """
         check_is_fitted(self, "_local")
         X, names = _check_X(X)
         if X.shape[1] != self.n_features_in_:
@@ -775,28 +788,62 @@ class _DaskTreeBoostBase(BaseEstimator):
                              f"expecting {self.n_features_in_} features as input")
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else list(names)
-        if n_outputs is None:
+        meta = np.empty((0,) * (1 + len(tail)), dtype=dtype)
+        if not tail:
             return X.map_blocks(_predict_block, self._local, method, names, drop_axis=1,
-                                dtype=dtype, meta=np.empty(0, dtype=dtype))
+                                dtype=dtype, meta=meta, **options)
+        # X has one column chunk: its axis 1 becomes the first of the tail
+        extra = {"new_axis": list(range(2, 1 + len(tail)))} if len(tail) > 1 else {}
         return X.map_blocks(_predict_block, self._local, method, names,
-                            chunks=(X.chunks[0], (n_outputs,)), dtype=dtype,
-                            meta=np.empty((0, 0), dtype=dtype))
+                            chunks=(X.chunks[0],) + tuple((d,) for d in tail), dtype=dtype,
+                            meta=meta, **extra, **options)
 
-    def predict(self, X):
+    def predict(self, X, *, pred_contribs=False, pred_interactions=False, pred_leaf=False,
+                raw_score=False, iteration_range=None):
         """Predict, lazily, block by block with the fitted model.
 
         Parameters
         ----------
         X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
             Data, with the training features.
+        pred_contribs, pred_interactions, pred_leaf, raw_score : bool, default=False
+            Return the local estimator's ``predict`` with this option instead:
+            TreeSHAP contributions, SHAP interaction values, leaf indices (int32)
+            or raw scores.
+
+            .. versionadded:: 0.1.0
+        iteration_range : tuple of (int, int), default=None
+            Use the stages ``[start, stop)`` only, as the local ``predict``.
+
+            .. versionadded:: 0.1.0
 
         Returns
         -------
-        dask.array.Array of shape (n_samples,)
-            Predicted values (class labels for the classifier).
+        dask.array.Array
+            Of shape (n_samples,): predicted values (class labels for the
+            classifier); with an option, the local ``predict``'s shape, row
+            blocks as X's.
         """
+        check_is_fitted(self, "_local")
+        # checked here, not at compute time on a worker
+        _check_explain(pred_contribs, pred_interactions, pred_leaf, raw_score)
+        booster = self._local.booster_
+        start, stop = check_iteration_range(iteration_range, len(booster.trees))
+        options = {"iteration_range": iteration_range}
+        K = booster.n_outputs
+        outputs, width = () if K == 1 else (K,), self.n_features_in_ + 1
+        if pred_contribs:
+            return self._map(X, "predict", outputs + (width,), np.float64,
+                             pred_contribs=True, **options)
+        if pred_interactions:
+            return self._map(X, "predict", outputs + (width, width), np.float64,
+                             pred_interactions=True, **options)
+        if pred_leaf:
+            return self._map(X, "apply", ((stop - start) * K,), np.int32, **options)
+        if raw_score:
+            return self._map(X, "predict", outputs, np.float64, raw_score=True, **options)
         dtype = getattr(self, "classes_", np.empty(0)).dtype
-        return self._map(X, "predict", None, dtype)
+        return self._map(X, "predict", (), dtype, **options)
 
 
 class DaskTreeBoostRegressor(RegressorMixin, _DaskTreeBoostBase):
@@ -835,20 +882,27 @@ class DaskTreeBoostClassifier(ClassifierMixin, _DaskTreeBoostBase):
                              f"data (classes {list(self.classes_)})")
         return y.map_blocks(_encode_labels, self.classes_, dtype=np.float64)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, iteration_range=None):
         """Class probabilities, lazily, block by block with the fitted model.
 
         Parameters
         ----------
         X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
             Data, with the training features.
+        iteration_range : tuple of (int, int), default=None
+            Use the stages ``[start, stop)`` only, as the local ``predict_proba``.
+
+            .. versionadded:: 0.1.0
 
         Returns
         -------
         dask.array.Array of shape (n_samples, n_classes)
             The probability of each class (``classes_`` order).
         """
-        return self._map(X, "predict_proba", self.n_classes_, np.float64)
+        check_is_fitted(self, "_local")
+        check_iteration_range(iteration_range, len(self._local.booster_.trees))
+        return self._map(X, "predict_proba", (self.n_classes_,), np.float64,
+                         iteration_range=iteration_range)
 
 
 class DaskTreeBoostRanker(_DaskTreeBoostBase):

@@ -1,8 +1,10 @@
 """Feature contributions: exact TreeSHAP values that sum to the raw score (SPEC §4).
 
 ``pred_contribs(estimator, X)`` backs ``predict(X, pred_contribs=True)`` of
-the estimators. The cover of a node, which weighs the two sides of a split
-when a feature is unknown, is the number of training rows that reached it
+the estimators, ``pred_interactions(estimator, X)`` backs
+``predict(X, pred_interactions=True)`` (SHAP interaction values, SPEC §9).
+The cover of a node, which weighs the two sides of a split when a feature is
+unknown, is the number of training rows that reached it
 (``Tree.count``: the rows of the stage's subsample), as LightGBM does;
 XGBoost uses the sum of hessians instead, which differs for non-constant
 hessians (log-loss) and weighted rows.
@@ -14,9 +16,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._dtypes import MISSING_BIN, X_DTYPE
-from ._kernels.treeshap import tree_shap
+from ._kernels.treeshap import tree_shap, tree_shap_interactions
 from ._threads import threads
-from .predictor import PackedTrees
+from .predictor import PackedTrees, ranged_booster
 from .tree import Tree
 
 
@@ -77,15 +79,21 @@ def shap_values(booster, X: np.ndarray) -> np.ndarray:
     return out
 
 
-def pred_contribs(estimator, X) -> np.ndarray:
+def pred_contribs(estimator, X, iteration_range=None) -> np.ndarray:
     """``predict(X, pred_contribs=True)`` of a fitted treeboost estimator.
 
     Parameters
     ----------
-    estimator : TreeBoostRegressor or TreeBoostClassifier
+    estimator : TreeBoostRegressor, TreeBoostClassifier or TreeBoostRanker
         A fitted estimator.
     X : array-like of shape (n_samples, n_features)
         Input data.
+    iteration_range : tuple of (int, int), default=None
+        Explain the stages ``[start, stop)`` only (``Booster.predict_raw``'s
+        ``iteration_range``): the contributions of the slice
+        ``booster_[start:stop]``, whose bias holds F0 only when ``start`` is 0.
+
+        .. versionadded:: 0.1.0
 
     Returns
     -------
@@ -96,6 +104,134 @@ def pred_contribs(estimator, X) -> np.ndarray:
         per class (XGBoost's layout), summing to that class's raw score.
     """
     X = estimator._check_X(X)
+    booster = ranged_booster(estimator._booster, iteration_range)
     with threads(estimator.n_jobs):
-        out = shap_values(estimator._booster, X)
+        out = shap_values(booster, X)
     return out[:, 0, :] if out.shape[1] == 1 else out
+
+
+def _conditioning_tables(trees: list[Tree], packed: PackedTrees):
+    """What ``tree_shap_interactions`` conditions on, tree by tree.
+
+    Returns
+    -------
+    ptr, features : ndarray of int64
+        Tree t's distinct split features, ascending, are
+        ``features[ptr[t]:ptr[t + 1]]``.
+    below : ndarray of uint32, shape (n_nodes, n_words)
+        Bit ``q - ptr[t]`` of a node of tree t is set when its subtree (itself
+        included) splits on ``features[q]``: the walk conditioned on that
+        feature skips the other subtrees, which add nothing.
+    """
+    per_tree = [np.unique(t.feature[t.left >= 0]).astype(np.int64) for t in trees]
+    sizes = np.array([f.size for f in per_tree], dtype=np.int64)
+    ptr = np.zeros(len(trees) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(sizes)
+    features = np.concatenate(per_tree)
+    n_nodes = packed.left.size
+    below = np.zeros((n_nodes, max(1, -(-int(sizes.max()) // 32))), dtype=np.uint32)
+    split = np.flatnonzero(packed.left >= 0)
+    if not split.size:
+        return ptr, features, below
+    # a split's feature as a local index among its tree's features: search (tree, feature)
+    # keys, sorted as the CSR lists them
+    n_features = int(features.max()) + 1
+    tree_of = np.repeat(np.arange(len(trees)), [t.n_nodes for t in trees])[split]
+    keys = np.repeat(np.arange(len(trees)), sizes) * n_features + features
+    local = np.searchsorted(keys, tree_of * n_features + packed.feature[split]) - ptr[tree_of]
+    below[split, local >> 5] = np.uint32(1) << (local & 31).astype(np.uint32)
+    # OR the children's bits in, deepest level first (a vectorised walk, level by level)
+    levels = [packed.tree_roots.astype(np.int64)]
+    while True:
+        parents = levels[-1][packed.left[levels[-1]] >= 0]
+        if not parents.size:
+            break
+        levels.append(np.concatenate([packed.left[parents], packed.right[parents]]))
+    for nodes in reversed(levels):
+        nodes = nodes[packed.left[nodes] >= 0]
+        below[nodes] |= below[packed.left[nodes]] | below[packed.right[nodes]]
+    return ptr, features, below
+
+
+def shap_interaction_values(booster, X: np.ndarray) -> np.ndarray:
+    """SHAP interaction values of every output, shape (n_samples, n_outputs, p + 1, p + 1).
+
+    Lundberg et al. (2020), "From local explanations to global understanding
+    with explainable AI for trees", eq. 7-8, with the trees' covers weighing
+    unknown features as in ``shap_values``; XGBoost's ``pred_interactions``.
+    For features i != j, ``[i, j]`` is half the change in feature j's SHAP
+    value when feature i goes from unknown to known (the Shapley interaction
+    index, split evenly between ``[i, j]`` and ``[j, i]``); the diagonal
+    ``[i, i]`` is what remains of i's SHAP value, its main effect.
+
+    Parameters
+    ----------
+    booster : Booster
+        A fitted booster.
+    X : ndarray of shape (n_samples, n_features)
+        Validated raw features (NaN for missing).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_outputs, n_features + 1, n_features + 1)
+        Symmetric in its last two axes. Row i (i < n_features) sums to the
+        SHAP value of feature i (``shap_values``), the last row and column
+        are zero but for ``[p, p]``, the bias; the whole matrix sums to the
+        raw score of output k. Memory grows as n_features squared: 1,000 rows
+        of 1,000 features take 8 GB per output.
+    """
+    if sp.issparse(X):  # densified once, for both kernels
+        X = X.toarray()
+    X = np.ascontiguousarray(X, dtype=X_DTYPE)
+    contribs = shap_values(booster, X)
+    n_samples, n_outputs, width = contribs.shape
+    n_features = width - 1
+    out = np.zeros((n_samples, n_outputs, width, width), dtype=np.float64)
+    trees = [t for stage in booster.trees for t in stage]
+    if trees and n_samples:
+        outputs = [k for stage in booster.trees for k in range(len(stage))]
+        packed = PackedTrees(trees, outputs, booster.bin_mapper)
+        cover = np.concatenate([t.count for t in trees]).astype(np.float64)
+        ptr, features, below = _conditioning_tables(trees, packed)
+        tree_shap_interactions(
+            X, packed.feature, packed.threshold, packed.missing_left, packed.left, packed.right,
+            packed.value, packed.is_categorical, packed.cat_bitset, packed.categories,
+            packed.n_categories, MISSING_BIN, cover, packed.tree_roots, packed.tree_outputs,
+            ptr, features, below, max(t.depth() for t in trees), out)
+    # the kernel leaves the diagonal at 0: main effect = SHAP value - interactions
+    main = contribs[:, :, :n_features] - out[:, :, :n_features, :].sum(axis=3)
+    diagonal = np.arange(n_features)
+    out[:, :, diagonal, diagonal] = main
+    out[:, :, n_features, n_features] = contribs[:, :, n_features]
+    return out
+
+
+def pred_interactions(estimator, X, iteration_range=None) -> np.ndarray:
+    """``predict(X, pred_interactions=True)`` of a fitted treeboost estimator.
+
+    Parameters
+    ----------
+    estimator : TreeBoostRegressor, TreeBoostClassifier or TreeBoostRanker
+        A fitted estimator.
+    X : array-like of shape (n_samples, n_features)
+        Input data.
+    iteration_range : tuple of (int, int), default=None
+        Explain the stages ``[start, stop)`` only, as ``pred_contribs`` does.
+
+        .. versionadded:: 0.1.0
+
+    Returns
+    -------
+    ndarray of shape (n_samples, p + 1, p + 1) or (n_samples, n_classes, p + 1, p + 1)
+        With p = n_features: SHAP interaction values of the raw score
+        (log-odds for binary classification), the bias last
+        (``shap_interaction_values``): symmetric, row i sums to
+        ``pred_contribs``'s column i and each matrix to the raw score. With
+        more than two classes one matrix per class (XGBoost's layout, as
+        ``pred_contribs``).
+    """
+    X = estimator._check_X(X)
+    booster = ranged_booster(estimator._booster, iteration_range)
+    with threads(estimator.n_jobs):
+        out = shap_interaction_values(booster, X)
+    return out[:, 0] if out.shape[1] == 1 else out

@@ -26,6 +26,11 @@ from .losses import CLASSIFICATION_LOSSES, RANKING_LOSSES, REGRESSION_LOSSES
 from .metrics import METRIC_NAMES, check_eval_metric
 from .modes import BOOSTING_MODES, mode_named
 
+#: ``importance_type``'s choices (``Booster.feature_importances``): XGBoost's names,
+#: "split" for its "weight"; "gain" keeps its meaning of the total gain (the same as
+#: "total_gain"), which every model saved with the default was written with
+IMPORTANCE_TYPES = ("gain", "split", "total_gain", "cover", "total_cover")
+
 
 @dataclass(frozen=True)
 class Param:
@@ -245,8 +250,11 @@ PARAMS = [
           "a name, a treeboost.metrics.Metric from make_metric(fn, higher_is_better=...) "
           "or a list of these; early stopping monitors the first.",
           choices=METRIC_NAMES, none_ok=True),
-    Param("importance_type", "str", "gain", "What feature_importances_ sums: split gain "
-          "or number of splits.", choices=("gain", "split")),
+    Param("importance_type", "str", "gain", "What feature_importances_ measures: 'split' "
+          "(number of splits on the feature), 'gain' or 'total_gain' (sum of their gains: "
+          "'gain' is the total, as LightGBM's, not XGBoost's mean), 'cover' (mean sum of "
+          "hessians per split) or 'total_cover'; normalised to sum to 1 but for 'split'.",
+          choices=IMPORTANCE_TYPES),
     Param("verbose", "int", 0, "Print the training and validation metric every "
           "`verbose` stages (0: silent).", low=0),
     Param("n_jobs", "int", None, "Threads; None or -1 use all cores.", none_ok=True),

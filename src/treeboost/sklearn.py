@@ -9,6 +9,7 @@ go through ``_estimator_io``, where the classes register for ``load_model``.
 from __future__ import annotations
 
 import numbers
+import textwrap
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -42,6 +43,7 @@ from .dataset import group_offsets as dataset_group_offsets
 from .losses import get_loss
 from .metrics import check_metric
 from .modes import check_mode
+from .predictor import check_iteration_range
 from .sampling import make_streams
 from .training import boosting_params, train
 
@@ -52,6 +54,41 @@ def _params_doc(scope: str) -> str:
         lines.append(f"{p.name} : {p.describe()}, default={p.default!r}")
         lines.append(f"    {p.doc}")
     return "\n".join(lines)
+
+
+def _check_explain(pred_contribs, pred_interactions, pred_leaf=False, raw_score=False) -> None:
+    """Refuse two predict options at once (as XGBoost does): each is a different array."""
+    given = [f"{name}={value!r}" for name, value in (
+        ("pred_contribs", pred_contribs), ("pred_interactions", pred_interactions),
+        ("pred_leaf", pred_leaf), ("raw_score", raw_score)) if value]
+    if len(given) > 1:
+        raise ValueError(f"{' and '.join(given)}: ask for one output at a time")
+
+
+_PREDICT_OPTIONS = """pred_leaf : bool, default=False
+    Return the leaf of every tree each row reaches instead (``apply``).
+
+    .. versionadded:: 0.1.0
+raw_score : bool, default=False
+    Return the raw score F(x) instead, before the loss's inverse link
+    (LightGBM's name; the classifier's ``decision_function``).
+
+    .. versionadded:: 0.1.0
+iteration_range : tuple of (int, int), default=None
+    Use the stages ``[start, stop)`` only (XGBoost's parameter, ``stop`` = 0
+    meaning to the last stage): their trees, plus F0 only when ``start`` is 0
+    (``Booster.predict_raw``). None uses every stage the model kept (with early
+    stopping, up to the best one). With every option.
+
+    .. versionadded:: 0.1.0
+"""
+
+
+def _predict_options_doc(method):
+    """``method`` with ``{predict_options}`` in its docstring replaced by their entries."""
+    method.__doc__ = method.__doc__.replace("        {predict_options}\n", textwrap.indent(
+        _PREDICT_OPTIONS, " " * 8))
+    return method
 
 
 class _TreeBoostBase(BaseEstimator):
@@ -372,10 +409,60 @@ class _TreeBoostBase(BaseEstimator):
             return "ranking"
         return "binary" if self.n_classes_ == 2 else "multiclass"
 
-    def _raw_predict(self, X) -> np.ndarray:
+    def _raw_predict(self, X, iteration_range=None) -> np.ndarray:
         X = self._check_X(X)
+        booster = self._booster
+        start, stop = check_iteration_range(iteration_range, len(booster.trees))
         with threads(self.n_jobs):  # X checked once: the Booster's unchecked entry
-            return self._booster._predict_raw(X, len(self._booster.trees))
+            return booster._predict_raw(X, stop, start)
+
+    def _predict_option(self, X, pred_contribs, pred_interactions, pred_leaf, raw_score,
+                        iteration_range):
+        """What ``predict`` returns for one of its options, or None for none of them.
+
+        Every option reads ``iteration_range``.
+        """
+        _check_explain(pred_contribs, pred_interactions, pred_leaf, raw_score)
+        if pred_interactions:
+            from .explain import pred_interactions as _interactions
+
+            return _interactions(self, X, iteration_range)
+        if pred_contribs:
+            from .explain import pred_contribs as _contribs
+
+            return _contribs(self, X, iteration_range)
+        if pred_leaf:
+            return self.apply(X, iteration_range=iteration_range)
+        if raw_score:
+            raw = self._raw_predict(X, iteration_range)
+            return raw[:, 0] if raw.shape[1] == 1 else raw
+        return None
+
+    def apply(self, X, iteration_range=None) -> np.ndarray:
+        """The leaf of every tree each row reaches (``predict(X, pred_leaf=True)``).
+
+        .. versionadded:: 0.1.0
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input data.
+        iteration_range : tuple of (int, int), default=None
+            Only the trees of the stages ``[start, stop)``, as ``predict``.
+
+        Returns
+        -------
+        ndarray of int32 of shape (n_samples, n_stages * n_outputs)
+            Stage-major (XGBoost's and LightGBM's order): column
+            ``(m - start) * n_outputs + k`` is the leaf of ``booster_.trees[m][k]``
+            as a node index of that tree's arrays, so that its ``value[leaf]`` is
+            what the tree adds to the raw score (``Booster.predict_leaf``).
+        """
+        X = self._check_X(X)
+        booster = self._booster
+        start, stop = check_iteration_range(iteration_range, len(booster.trees))
+        with threads(self.n_jobs):
+            return booster._packed_trees(start, stop).leaves(X)
 
     def _staged_raw_predict(self, X):
         X = self._check_X(X)
@@ -391,13 +478,16 @@ class _TreeBoostBase(BaseEstimator):
 
     @property
     def feature_importances_(self) -> np.ndarray:
-        """Importance of each feature: share of total split gain, or split counts.
+        """Importance of each feature (``Booster.feature_importances``), normalised.
 
-        With ``importance_type="gain"`` the values sum to 1 (all zeros if no
-        tree split); with ``"split"`` they are the number of splits.
+        With ``importance_type`` "gain" or "total_gain" (each feature's share of
+        the total split gain), "cover" (of the summed mean covers) or
+        "total_cover" the values sum to 1, as XGBoost's ``feature_importances_``
+        (all zeros if no tree split); with "split" they are the numbers of
+        splits, as LightGBM's.
         """
         imp = self.booster_.feature_importances(self.importance_type)
-        if self.importance_type == "gain" and imp.sum() > 0:
+        if self.importance_type != "split" and imp.sum() > 0:
             imp = imp / imp.sum()
         return imp
 
@@ -485,7 +575,9 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
             raise ValueError("eval_set targets contain NaN or infinity")
         return y
 
-    def predict(self, X, pred_contribs=False):
+    @_predict_options_doc
+    def predict(self, X, pred_contribs=False, pred_interactions=False, *, pred_leaf=False,
+                raw_score=False, iteration_range=None):
         """Predict the target (the mean, median or quantile the loss estimates).
 
         Parameters
@@ -495,18 +587,25 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         pred_contribs : bool, default=False
             Return exact TreeSHAP feature contributions to the raw score
             instead (see ``treeboost.explain.pred_contribs``).
+        pred_interactions : bool, default=False
+            Return SHAP interaction values of the raw score instead (see
+            ``treeboost.explain.pred_interactions``).
+        {predict_options}
 
         Returns
         -------
         ndarray of shape (n_samples,), or (n_samples, n_features + 1) with
         ``pred_contribs``: one column per feature and the bias last, each row
-        summing to the raw score.
+        summing to the raw score, or (n_samples, n_features + 1,
+        n_features + 1) with ``pred_interactions``: symmetric, row i summing
+        to feature i's contribution; with ``pred_leaf`` int32 of shape
+        (n_samples, n_stages); with ``raw_score`` of shape (n_samples,).
         """
-        if pred_contribs:
-            from .explain import pred_contribs as _contribs
-
-            return _contribs(self, X)
-        raw = self._raw_predict(X)
+        out = self._predict_option(X, pred_contribs, pred_interactions, pred_leaf, raw_score,
+                                   iteration_range)
+        if out is not None:
+            return out
+        raw = self._raw_predict(X, iteration_range)
         return self._booster.loss.inverse_link(raw.T)
 
     def staged_predict(self, X):
@@ -566,40 +665,50 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
             raise ValueError(f"eval_set has labels not seen in training: {unknown.tolist()}")
         return np.searchsorted(self.classes_, y).astype(Y_DTYPE)
 
-    def decision_function(self, X):
+    def decision_function(self, X, iteration_range=None):
         """Raw scores F(x): log-odds (binary) or per-class scores (multiclass).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
+        iteration_range : tuple of (int, int), default=None
+            Use the stages ``[start, stop)`` only, as ``predict``.
+
+            .. versionadded:: 0.1.0
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        raw = self._raw_predict(X)
+        raw = self._raw_predict(X, iteration_range)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
     def _proba(self, raw):
         p = self._booster.loss.inverse_link(raw.T)
         return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, iteration_range=None):
         """Class probabilities.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input data.
+        iteration_range : tuple of (int, int), default=None
+            Use the stages ``[start, stop)`` only, as ``predict``.
+
+            .. versionadded:: 0.1.0
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return self._proba(self._raw_predict(X))
+        return self._proba(self._raw_predict(X, iteration_range))
 
-    def predict(self, X, pred_contribs=False):
+    @_predict_options_doc
+    def predict(self, X, pred_contribs=False, pred_interactions=False, *, pred_leaf=False,
+                raw_score=False, iteration_range=None):
         """Most probable class.
 
         Parameters
@@ -609,19 +718,27 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         pred_contribs : bool, default=False
             Return exact TreeSHAP feature contributions to the raw score
             (log-odds) instead (see ``treeboost.explain.pred_contribs``).
+        pred_interactions : bool, default=False
+            Return SHAP interaction values of the raw score instead (see
+            ``treeboost.explain.pred_interactions``).
+        {predict_options}
 
         Returns
         -------
         ndarray of shape (n_samples,), or with ``pred_contribs`` of shape
         (n_samples, n_features + 1) (binary) or (n_samples, n_classes,
         n_features + 1) (multiclass): the bias last, each row summing to
-        ``decision_function``.
+        ``decision_function``; with ``pred_interactions`` of shape
+        (n_samples, n_features + 1, n_features + 1) (binary) or (n_samples,
+        n_classes, n_features + 1, n_features + 1) (multiclass); with
+        ``pred_leaf`` int32 of shape (n_samples, n_stages * n_outputs); with
+        ``raw_score`` the raw scores (``decision_function``).
         """
-        if pred_contribs:
-            from .explain import pred_contribs as _contribs
-
-            return _contribs(self, X)
-        return self._classes_from_raw(self._raw_predict(X))
+        out = self._predict_option(X, pred_contribs, pred_interactions, pred_leaf, raw_score,
+                                   iteration_range)
+        if out is not None:
+            return out
+        return self._classes_from_raw(self._raw_predict(X, iteration_range))
 
     def _classes_from_raw(self, raw):
         idx = (raw[:, 0] > 0).astype(np.intp) if raw.shape[1] == 1 else raw.argmax(axis=1)
@@ -811,7 +928,9 @@ class TreeBoostRanker(_TreeBoostBase):
             raise ValueError("relevance labels must be whole numbers >= 0")
         return y
 
-    def predict(self, X, pred_contribs=False):
+    @_predict_options_doc
+    def predict(self, X, pred_contribs=False, pred_interactions=False, *, pred_leaf=False,
+                raw_score=False, iteration_range=None):
         """Scores that rank the documents of a query (higher ranks first).
 
         Parameters
@@ -820,18 +939,24 @@ class TreeBoostRanker(_TreeBoostBase):
             Documents' features; NaN marks missing values.
         pred_contribs : bool, default=False
             Return exact TreeSHAP feature contributions to the score instead.
+        pred_interactions : bool, default=False
+            Return SHAP interaction values of the score instead (see
+            ``treeboost.explain.pred_interactions``).
+        {predict_options}
 
         Returns
         -------
         ndarray of shape (n_samples,), or (n_samples, n_features + 1) with
         ``pred_contribs``: one column per feature and the bias last, each row
-        summing to the score.
+        summing to the score, or (n_samples, n_features + 1, n_features + 1)
+        with ``pred_interactions``; with ``pred_leaf`` int32 of shape
+        (n_samples, n_stages); with ``raw_score`` the scores (as without).
         """
-        if pred_contribs:
-            from .explain import pred_contribs as _contribs
-
-            return _contribs(self, X)
-        return self._raw_predict(X)[:, 0]
+        out = self._predict_option(X, pred_contribs, pred_interactions, pred_leaf, raw_score,
+                                   iteration_range)
+        if out is not None:
+            return out
+        return self._raw_predict(X, iteration_range)[:, 0]
 
     def staged_predict(self, X):
         """Yield the scores after each stage.

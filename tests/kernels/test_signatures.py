@@ -170,6 +170,12 @@ def exercise_estimators():
     model.fit(X_cat, np.digitize(y_cat, [0.5, 1.5]))
     model.predict(X_cat, pred_contribs=True)
     model.predict(X_cat.astype(np.float32), pred_contribs=True)
+    # leaf indices (pred_leaf) walk predict's kernels, node ids as leaf values: no
+    # signature of their own
+    model.apply(X_cat)
+    model.apply(X_cat.astype(np.float32))
+    model.predict(X_cat, pred_interactions=True)  # SHAP interaction values (float64 too)
+    model.predict(X_cat.astype(np.float32), pred_interactions=True)
     # SciPy sparse input: CSR and CSC (int32 and int64 indices), float64 and float32,
     # with a subsample (out-of-bag rows) and a sparse eval set; predictions on CSR
     import scipy.sparse as sparse

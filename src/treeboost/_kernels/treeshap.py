@@ -10,8 +10,22 @@ The recursion of the paper becomes an explicit stack: the path of a node at
 depth d lives in row d of the path tables, so a child copies its parent's
 row and extends it. Cost O(leaves * depth^2) per row and tree.
 
-The path bookkeeping (extend, unwind, unwound sum) follows the reference
-implementation shared by the ``shap`` package and XGBoost.
+SHAP interaction values (Lundberg et al. 2020, "From local explanations to
+global understanding with explainable AI for trees", eq. 7-8) condition the
+same walk on one feature j: known ("on") follows the row's branch at j's
+splits, unknown ("off") weighs both branches by their cover, and j never
+enters the path. Half the difference of the two is the interaction of j with
+every other feature. XGBoost walks the tree once for each; as the path is the
+same in both, one walk here carries both shares of the row's mass down to the
+leaves; a leaf with no split on j above it (equal shares) adds nothing, so the
+walk skips every subtree that neither lies below a split on j nor holds one.
+Only the features a tree splits on are conditioned on (for any other feature
+both give the same values), so the cost per row and tree is at most
+O(distinct split features * leaves * depth^2).
+
+The path bookkeeping (extend, unwind, unwound sum) and the conditioning follow
+the reference implementation shared by the ``shap`` package and XGBoost
+(``RegTree::TreeShap``).
 """
 
 import numpy as np
@@ -71,6 +85,119 @@ def _unwound_sum(zero, one, pw, d, u, path_index):
     return total
 
 
+@inline
+def _goes_left(X, i, node, feature, threshold, missing_left, is_categorical, cat_bitset,
+               categories, n_categories, missing_bin):
+    """Whether row ``i`` goes to the left child of split ``node`` (as ``predict_raw`` routes it)."""
+    f = feature[node]
+    x = X[i, f]
+    if is_categorical[node]:
+        b = missing_bin if np.isnan(x) else _category_bin(
+            categories[f], n_categories[f], x, missing_bin)
+        return bin_goes_left(b, True, 0, False, missing_bin, cat_bitset[node])
+    if np.isnan(x):
+        return missing_left[node] == 1
+    return x <= threshold[node]
+
+
+@inline
+def _walk(X, i, root, feature, threshold, missing_left, left, right, value, is_categorical,
+          cat_bitset, categories, n_categories, missing_bin, cover, conditioned,
+          condition_feature, below, bit, scale, phi, feat, zero, one, pw, stack_i, stack_f):
+    """phi[j] += scale * (SHAP value of feature j for row i in one tree, or its change)."""
+    # conditioned False: plain TreeSHAP. True: (SHAP values with condition_feature
+    # known) - (with it unknown), the two walks of XGBoost in one; bit ``bit`` of
+    # below[node] says whether the subtree of node splits on condition_feature
+    # stack_i[s]: node, depth, path elements to copy from the parent, parent's split feature
+    # stack_f[s]: zero and one fractions of that feature, shares of the row's mass that
+    # reach the node through the conditioned feature's splits when it is known and
+    # when it is not (plain: 1 and 0, their difference 1)
+    stack_i[0, 0] = root
+    stack_i[0, 1] = 0
+    stack_i[0, 2] = 0
+    stack_i[0, 3] = -1
+    stack_f[0, 0] = 1.0
+    stack_f[0, 1] = 1.0
+    stack_f[0, 2] = 1.0
+    stack_f[0, 3] = 1.0 if conditioned else 0.0
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack_i[top, 0]
+        d = stack_i[top, 1]
+        u = stack_i[top, 2]
+        known = stack_f[top, 2]
+        unknown = stack_f[top, 3]
+        if d > 0:  # start from the parent's (possibly unwound) path
+            for j in range(u):
+                feat[d, j] = feat[d - 1, j]
+                zero[d, j] = zero[d - 1, j]
+                one[d, j] = one[d - 1, j]
+                pw[d, j] = pw[d - 1, j]
+        if not conditioned or stack_i[top, 3] != condition_feature:
+            _extend(feat, zero, one, pw, d, u, stack_f[top, 0], stack_f[top, 1],
+                    stack_i[top, 3])
+        else:  # the conditioned feature never enters the path: it is no Shapley player
+            u -= 1
+        if left[node] < 0:
+            if known != unknown:  # else no split on the conditioned feature above
+                for j in range(1, u + 1):
+                    w = _unwound_sum(zero, one, pw, d, u, j)
+                    phi[feat[d, j]] += (w * (one[d, j] - zero[d, j]) * value[node]
+                                        * (known - unknown) * scale)
+            continue
+        f = feature[node]
+        go_left = _goes_left(X, i, node, feature, threshold, missing_left, is_categorical,
+                             cat_bitset, categories, n_categories, missing_bin)
+        hot = left[node] if go_left else right[node]
+        cold = right[node] if go_left else left[node]
+        if cover[node] > 0:
+            hot_zero = cover[hot] / cover[node]
+            cold_zero = cover[cold] / cover[node]
+        else:  # no training row reached the node: split the mass evenly
+            hot_zero = 0.5
+            cold_zero = 0.5
+        incoming_zero = 1.0
+        incoming_one = 1.0
+        # a feature split on again higher up: undo it, redo it here
+        path_index = 0
+        while path_index <= u and feat[d, path_index] != f:
+            path_index += 1
+        if path_index <= u:
+            incoming_zero = zero[d, path_index]
+            incoming_one = one[d, path_index]
+            _unwind(feat, zero, one, pw, d, u, path_index)
+            u -= 1
+        hot_known = known
+        cold_known = known
+        hot_unknown = unknown
+        cold_unknown = unknown
+        if conditioned and f == condition_feature:
+            cold_known = 0.0  # known: the row's branch only
+            hot_unknown *= hot_zero  # unknown: both branches, by cover
+            cold_unknown *= cold_zero
+        # push the cold child first so the hot one is walked first (LIFO); either way
+        # row d is left intact until both are done. A child no mass reaches adds
+        # nothing, nor one with equal shares and no split on the conditioned feature
+        # below: all its leaves have equal shares.
+        for child, child_zero, child_one, child_known, child_unknown in (
+                (cold, cold_zero, 0.0, cold_known, cold_unknown),
+                (hot, hot_zero, incoming_one, hot_known, hot_unknown)):
+            walk = child_known != 0.0 or child_unknown != 0.0
+            if walk and conditioned and child_known == child_unknown:
+                walk = (below[child, bit >> 5] >> (bit & 31)) & 1 == 1
+            if walk:
+                stack_i[top, 0] = child
+                stack_i[top, 1] = d + 1
+                stack_i[top, 2] = u + 1
+                stack_i[top, 3] = f
+                stack_f[top, 0] = child_zero * incoming_zero
+                stack_f[top, 1] = child_one
+                stack_f[top, 2] = child_known
+                stack_f[top, 3] = child_unknown
+                top += 1
+
+
 @parallel_kernel
 def tree_shap(X, feature, threshold, missing_left, left, right, value, is_categorical,
               cat_bitset, categories, n_categories, missing_bin, cover, tree_roots,
@@ -96,84 +223,54 @@ def tree_shap(X, feature, threshold, missing_left, left, right, value, is_catego
         zero = np.empty((size, size), dtype=np.float64)
         one = np.empty((size, size), dtype=np.float64)
         pw = np.empty((size, size), dtype=np.float64)
-        s_node = np.empty(2 * size, dtype=np.int64)
-        s_depth = np.empty(2 * size, dtype=np.int64)
-        s_u = np.empty(2 * size, dtype=np.int64)
-        s_zero = np.empty(2 * size, dtype=np.float64)
-        s_one = np.empty(2 * size, dtype=np.float64)
-        s_feat = np.empty(2 * size, dtype=np.int64)
+        stack_i = np.empty((2 * size, 4), dtype=np.int64)
+        stack_f = np.empty((2 * size, 4), dtype=np.float64)
+        unread = np.zeros((1, 1), dtype=np.uint32)  # no conditioning: no subtree bits
+        start = blk * _BLOCK
+        stop = min(start + _BLOCK, n_samples)
+        for i in range(start, stop):
+            for t in range(tree_roots.shape[0]):
+                _walk(X, i, tree_roots[t], feature, threshold, missing_left, left, right,
+                      value, is_categorical, cat_bitset, categories, n_categories, missing_bin,
+                      cover, False, -1, unread, 0, 1.0, out[i, tree_outputs[t]], feat, zero,
+                      one, pw, stack_i, stack_f)
+
+
+@parallel_kernel
+def tree_shap_interactions(X, feature, threshold, missing_left, left, right, value,
+                           is_categorical, cat_bitset, categories, n_categories, missing_bin,
+                           cover, tree_roots, tree_outputs, split_feature_ptr, split_features,
+                           below, max_depth, out):
+    """out[i, k, j, l] += SHAP interaction value of features j != l for row i over output k."""
+    # X ... tree_outputs: as tree_shap                  # IN
+    # split_feature_ptr: int64 (n_trees + 1,)            # IN, tree t's features at
+    #     split_features[split_feature_ptr[t]:split_feature_ptr[t + 1]]
+    # split_features: int64 (sum of distinct split features per tree,)  # IN
+    # below: uint32 (n_nodes, n_words)                  # IN, bit q - split_feature_ptr[t]
+    #     of a node of tree t: its subtree splits on split_features[q]
+    # max_depth: int, depth of the deepest tree          # IN
+    # out: float64 (n_samples, n_outputs, n_features + 1, n_features + 1)  # IN/OUT,
+    #     diagonal, bias row and bias column untouched
+    n_samples = X.shape[0]
+    n_blocks = (n_samples + _BLOCK - 1) // _BLOCK
+    size = max_depth + 2
+    for blk in prange(n_blocks):
+        feat = np.empty((size, size), dtype=np.int64)
+        zero = np.empty((size, size), dtype=np.float64)
+        one = np.empty((size, size), dtype=np.float64)
+        pw = np.empty((size, size), dtype=np.float64)
+        stack_i = np.empty((2 * size, 4), dtype=np.int64)
+        stack_f = np.empty((2 * size, 4), dtype=np.float64)
         start = blk * _BLOCK
         stop = min(start + _BLOCK, n_samples)
         for i in range(start, stop):
             for t in range(tree_roots.shape[0]):
                 k = tree_outputs[t]
-                top = 0
-                s_node[0] = tree_roots[t]
-                s_depth[0] = 0
-                s_u[0] = 0
-                s_zero[0] = 1.0
-                s_one[0] = 1.0
-                s_feat[0] = -1
-                top = 1
-                while top > 0:
-                    top -= 1
-                    node = s_node[top]
-                    d = s_depth[top]
-                    u = s_u[top]
-                    if d > 0:  # start from the parent's (possibly unwound) path
-                        for j in range(u):
-                            feat[d, j] = feat[d - 1, j]
-                            zero[d, j] = zero[d - 1, j]
-                            one[d, j] = one[d - 1, j]
-                            pw[d, j] = pw[d - 1, j]
-                    _extend(feat, zero, one, pw, d, u, s_zero[top], s_one[top], s_feat[top])
-                    if left[node] < 0:
-                        for j in range(1, u + 1):
-                            w = _unwound_sum(zero, one, pw, d, u, j)
-                            out[i, k, feat[d, j]] += w * (one[d, j] - zero[d, j]) * value[node]
-                        continue
-                    f = feature[node]
-                    x = X[i, f]
-                    if is_categorical[node]:
-                        b = missing_bin if np.isnan(x) else _category_bin(
-                            categories[f], n_categories[f], x, missing_bin)
-                        go_left = bin_goes_left(b, True, 0, False, missing_bin, cat_bitset[node])
-                    elif np.isnan(x):
-                        go_left = missing_left[node] == 1
-                    else:
-                        go_left = x <= threshold[node]
-                    hot = left[node] if go_left else right[node]
-                    cold = right[node] if go_left else left[node]
-                    if cover[node] > 0:
-                        hot_zero = cover[hot] / cover[node]
-                        cold_zero = cover[cold] / cover[node]
-                    else:  # no training row reached the node: split the mass evenly
-                        hot_zero = 0.5
-                        cold_zero = 0.5
-                    incoming_zero = 1.0
-                    incoming_one = 1.0
-                    # a feature split on again higher up: undo it, redo it here
-                    path_index = 0
-                    while path_index <= u and feat[d, path_index] != f:
-                        path_index += 1
-                    if path_index <= u:
-                        incoming_zero = zero[d, path_index]
-                        incoming_one = one[d, path_index]
-                        _unwind(feat, zero, one, pw, d, u, path_index)
-                        u -= 1
-                    # push the cold child first so the hot one is walked first (LIFO);
-                    # either way row d is left intact until both are done
-                    s_node[top] = cold
-                    s_depth[top] = d + 1
-                    s_u[top] = u + 1
-                    s_zero[top] = cold_zero * incoming_zero
-                    s_one[top] = 0.0
-                    s_feat[top] = f
-                    top += 1
-                    s_node[top] = hot
-                    s_depth[top] = d + 1
-                    s_u[top] = u + 1
-                    s_zero[top] = hot_zero * incoming_zero
-                    s_one[top] = incoming_one
-                    s_feat[top] = f
-                    top += 1
+                for q in range(split_feature_ptr[t], split_feature_ptr[t + 1]):
+                    j = split_features[q]
+                    # (SHAP values with j known - with j unknown) / 2: eq. 8 of the paper
+                    # as XGBoost evaluates it; j itself gets nothing (it is off the path)
+                    _walk(X, i, tree_roots[t], feature, threshold, missing_left, left, right,
+                          value, is_categorical, cat_bitset, categories, n_categories,
+                          missing_bin, cover, True, j, below, q - split_feature_ptr[t], 0.5,
+                          out[i, k, j], feat, zero, one, pw, stack_i, stack_f)
