@@ -7,37 +7,35 @@ the raw scores. Validation scores are kept up to date incrementally.
 
 The boosting mode (gbdt, rf, dart: ``modes.BoostingMode``) and the row
 sampling (none, subsample, GOSS: ``sampling.RowSampler``) are strategies
-whose hooks the one stage loop calls; it names no mode.
+whose hooks the one stage loop calls; it names no mode. The scores, gradients
+and divergence checks of a fit are ``_stage_state._TrainingState``'s; what
+training over a collective exchanges is in ``_distributed_stage``.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import params as _params
-from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
+from ._distributed_stage import (
+    _distributed_init_score,
+    _gather_columns,
+    _gather_eval_data,
+    _gather_leaf_rows,
+    check_distributed,
+)
+from ._dtypes import INDEX_DTYPE, SUM_DTYPE, readonly
 from ._input import check_predict_X, check_stage_count, check_stages
 from ._kernels.booster import grow_newton_tree, grow_newton_trees, raw_thresholds
-from ._kernels.partition import add_leaf_values
-from ._kernels.predict import predict_binned
-from ._kernels.sparse import predict_binned_sparse
 from ._kernels.splitting import BITSET_WORDS
-from .binning import BinMapper, SparseBinned, canonical_sparse
+from ._stage_state import _trace_record, _TrainingState
+from .binning import BinMapper, canonical_sparse
 from .callbacks import CallbackList
 from .constraints import clip_line_search_values, monotone_array
-from .exceptions import DivergenceError
-from .grower import (
-    GrowerParams,
-    GrownTree,
-    TreeGrower,
-    grow_with_collective,
-    quantize_by_default,
-    splittable_features,
-)
+from .grower import GrowerParams, GrownTree, TreeGrower, grow_with_collective
 from .losses import Loss, newton_leaf_value
 from .metrics import evaluate
 from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
@@ -48,7 +46,7 @@ from .predictor import (
     slice_booster,
     stage_slice,
 )
-from .sampling import ColumnSampler, GossSampler, SubSampler, stage_streams
+from .sampling import ColumnSampler, SubSampler, stage_streams
 from .tree import Tree
 
 #: Stage-loop parameters, one field per ``part="booster"`` entry of the parameter
@@ -58,77 +56,6 @@ BoostingParams = _params.typed_view(
     extra=[("grower", GrowerParams, field(default_factory=GrowerParams))],
     doc="Stage-loop parameters (``treeboost.params``, part 'booster'); tree parameters "
         "are in ``grower``.")
-
-
-def check_distributed(booster: Booster, eval_sets, init_raw, group_offsets,
-                      X_binned) -> None:
-    """Refuse, with the reason, what training over a ``Collective`` does not do yet.
-
-    Supported: gbdt with or without ``subsample`` (the rows of all the members taken
-    in rank order, as one process would draw them), dense data, the losses whose
-    gradients are row by row or take a stage context of every row (Huber's delta,
-    from every member's rows gathered every stage) (F0 from sums where
-    ``Loss.init_statistics`` gives them,
-    else from every member's labels and weights, gathered once; line-search leaves,
-    such as medians and quantiles, from each leaf's rows of every member, gathered for
-    every tree), ranking over query groups that each lie whole in one member (but
-    ``rank_xendcg``, whose draws would be per member), every tree and column-sampling
-    parameter but ``colsample_bynode``, and
-    validation sets (each member holds some of their rows; the metrics are evaluated
-    on the rows of all the members, gathered in rank order).
-    """
-    p = booster.params
-    refused = []
-    if X_binned is None or isinstance(X_binned, SparseBinned):
-        refused.append("sparse data")
-    # gradient boosting over all the rows or a subsample: the plain mode and sampler
-    if type(booster.mode) is not BoostingMode or isinstance(row_sampler(p), GossSampler):
-        refused.append(f"boosting={p.boosting!r}")
-    if p.grower.colsample_bynode < 1.0:
-        refused.append("colsample_bynode < 1")
-    if p.grower.monotone_constraints is not None:
-        refused.append("monotone_constraints")
-    if p.grower.interaction_constraints is not None:
-        refused.append("interaction_constraints")
-    if booster.loss.needs_rng:
-        refused.append(f"loss {booster.loss.name!r} (its draws are made per member)")
-    if init_raw is not None:
-        refused.append("init_score")
-    if booster.trees:
-        refused.append("continued training")
-    if refused:
-        raise ValueError("training over a collective does not support "
-                         f"{', '.join(refused)} yet")
-
-
-def _gather_leaf_rows(collective, grown: GrownTree, y, raw_k, sample_weight, indices):
-    """(y, raw (1, n), weights, row indices, leaf starts, leaf stops) of every leaf's rows
-    over the members of ``collective``: each leaf's rows of member 0, then of member 1,
-    ... (the rows of one process in row order, when the members hold consecutive blocks
-    of rows in rank order). One allgather; what an exact line search reads."""
-    rows = [indices[a:b] for a, b in zip(grown.leaf_starts, grown.leaf_stops, strict=True)]
-    counts = np.array([r.size for r in rows], dtype=np.int64)
-    mine = np.concatenate(rows) if rows else np.empty(0, dtype=indices.dtype)
-    parts = collective.allgather((counts, y[mine], raw_k[mine], sample_weight[mine]))
-    pieces: list[list] = [[], [], []]
-    for j in range(counts.size):
-        for member_counts, *columns in parts:
-            a = int(member_counts[:j].sum())
-            b = a + int(member_counts[j])
-            for piece, column in zip(pieces, columns, strict=True):
-                piece.append(column[a:b])
-    y_all, raw_all, w_all = (np.concatenate(p) if p else np.empty(0) for p in pieces)
-    sizes = np.sum([c for c, *_ in parts], axis=0)
-    stops = np.cumsum(sizes)
-    return (y_all, raw_all[None, :], w_all, np.arange(y_all.size), stops - sizes, stops)
-
-
-def _gather_columns(collective, arrays: list) -> list:
-    """Each array of ``arrays`` joined along its last axis (rows) over the group's
-    members, in rank order: one allgather for all of them."""
-    parts = collective.allgather([np.ascontiguousarray(a) for a in arrays])
-    return [np.concatenate([member[j] for member in parts], axis=-1)
-            for j in range(len(arrays))]
 
 
 @dataclass
@@ -361,15 +288,8 @@ class Booster:
             # LightGBM: no boost from average when the data carries init scores
             if init_raw is not None:
                 self.init_score = np.zeros(self.n_outputs, dtype=SUM_DTYPE)
-            elif collective is not None:
-                stats = self.loss.init_statistics(y, sample_weight)
-                if stats is not None:
-                    stats = np.ascontiguousarray(stats, dtype=np.float64)
-                    collective.allreduce_sum(stats)
-                    init = self.loss.init_from_statistics(stats)
-                else:  # a median, a numeric minimum: of every row, in rank order
-                    init = self.loss.init_score(*_gather_columns(collective,
-                                                                 [y, sample_weight]))
+            elif collective is not None:  # F0 of every member's rows
+                init = _distributed_init_score(self.loss, y, sample_weight, collective)
                 self.init_score = np.asarray(init, dtype=SUM_DTYPE)
             else:
                 self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
@@ -387,25 +307,8 @@ class Booster:
         data = ([(-1, "training", y, sample_weight, group_offsets)] if record_training
                 else []) + [(i, e.name, e.y, e.sample_weight, e.group_offsets)
                             for i, e in enumerate(eval_sets)]
-        if collective is not None:
-            layouts = collective.allgather([d[1] for d in data])
-            if any(layout != layouts[0] for layout in layouts):
-                raise ValueError("the members of a collective evaluate different data "
-                                 f"sets (by rank: {layouts}); every member passes the "
-                                 "same valid sets (its own rows of each, maybe none)")
-        if collective is not None and data:
-            # a metric is a function of every row: each member evaluates the rows of
-            # all the members (in rank order, as one process holds them), so the log,
-            # and early stopping's decision, are the same everywhere
-            ys = _gather_columns(collective, [d[2] for d in data])
-            ws = _gather_columns(collective, [d[3] for d in data])
-            # query groups (ranking): each member's whole queries, in rank order
-            sizes = _gather_columns(collective, [np.zeros(0, np.int64) if d[4] is None
-                                                 else np.diff(d[4]) for d in data])
-            data = [(i, name, y_i, w_i, None if groups is None else np.concatenate(
-                        ([0], np.cumsum(size_i))).astype(np.int64))
-                    for (i, name, _, _, groups), y_i, w_i, size_i
-                    in zip(data, ys, ws, sizes, strict=True)]
+        if collective is not None:  # every member's rows of them, in rank order
+            data = _gather_eval_data(collective, data)
         evals_log = {d[1]: {metric.name: [] for metric in metrics} for d in data}
         if not isinstance(callbacks, CallbackList):
             callbacks = CallbackList(callbacks)
@@ -506,7 +409,7 @@ class Booster:
                 tree = (side_by_side[k] if side_by_side is not None else self._newton_tree(
                     state, k, indices, features, outside, shrink, root, node_rng,
                     int(quant_seeds[k]), grower))
-                self._check_tree(state, tree, m, k, 0.0)
+                state.check_tree(tree, m, k, 0.0)
                 state.add_to_eval_sets(tree, k)
                 stage.append(tree)
                 continue
@@ -531,7 +434,7 @@ class Booster:
                 trace.append(_trace_record(m, k, at[k], residual, hessian, state, grown,
                                            indices, gamma, shrink, tree, row_factor, dropped))
             state.add_tree(tree, k, indices, grown, outside)
-            self._check_tree(state, tree, m, k, float(grown.sum_g[0]))  # raw now has it
+            state.check_tree(tree, m, k, float(grown.sum_g[0]))  # raw now has it
             stage.append(tree)
         self.trees.append(stage)
         self.stage_weights.append(shrink)
@@ -595,77 +498,6 @@ class Booster:
             *grow_args, np.inf if mds is None else float(mds), float(shrink), bm.bin_edges_,
             bm.n_edges_, _NO_ROWS if outside is None else outside, state.raw[k])
         return _grown_tree(int(n), *arrays)
-
-    def _check_tree(self, state: _TrainingState, tree: Tree, m: int, k: int,
-                    root_gradient: float) -> None:
-        """Raise ``DivergenceError`` unless stage m's tree of output k is finite.
-
-        A non-finite gradient or hessian of a row of the stage's sample makes
-        the root's sums (``cover[0]``, ``root_gradient``; the fused kernel's
-        root value is -G/(H + lambda)) non-finite; one of a row outside it is
-        not used by the tree. The raw scores stay within F0 +- ``state.drift``,
-        the sum of the trees' max |value| (for rf, whose trees are averaged,
-        the max), so they are checked row by row only when that bound could
-        reach ``state.raw_limit``: the check costs one dot product per tree
-        (about 2 us in all on small trees).
-
-        The fused kernel returns no gradient sum: its root value carries G, but
-        ``max_delta_step`` clips an infinite one to the cap. The built-in
-        losses cannot produce that alone: their gradients overflow only with
-        their hessians (log link, exponential) or are refused before training
-        (``Loss.check_scale``); user callables and formulas check their
-        derivatives themselves.
-        """
-        # 0 * NaN and 0 * inf are NaN: the sum is finite iff all its parts are, and then
-        # its root >= max |value|
-        value = tree.value
-        total = value.dot(value) + 0.0 * (tree.cover.item(0) + root_gradient)
-        if not total < _SQUARED_LIMIT:
-            total = self._checked_values(state, tree, m, k, root_gradient)
-        step = math.sqrt(total)
-        drift = state.drift
-        drift[k] = max(drift[k], step) if state.averaged else drift[k] + step
-        if drift[k] > state.raw_limit[k]:
-            drift[k] = self._check_raw(state, m, k)
-
-    def _checked_values(self, state: _TrainingState, tree: Tree, m: int, k: int,
-                        root_gradient: float) -> float:
-        """max value^2 of a tree whose sum of squares is not finite; raise if a value is not."""
-        root = tree.cover.item(0) + float(root_gradient)
-        if not math.isfinite(root):
-            raise self._divergence(state, m, k, "the gradient or hessian of some rows is "
-                                   f"not finite (root sums G={float(root_gradient):.3g}, "
-                                   f"H={tree.cover.item(0):.3g})")
-        step = float(np.abs(tree.value).max())
-        if not math.isfinite(step):
-            raise self._divergence(state, m, k, "a node value is not finite (the "
-                                   "gradient or hessian of some rows, or a step, is)")
-        return step * step  # values of 1e154 and more: float64 still holds their square
-
-    def _check_raw(self, state: _TrainingState, m: int, k: int) -> float:
-        """max |raw - F0| of output k's training rows (rf: of their mean); raise past the limit."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            drift = float(np.max(np.abs(state.raw[k] - state.base[k])))
-        drift = self.mode.scores_drift(drift, len(self.trees))
-        if not drift <= state.raw_limit[k]:
-            what = ("exp of the raw scores leaves float64's range" if self.loss.link == "log"
-                    else "the raw scores are not finite")
-            raise self._divergence(state, m, k, f"raw scores moved {drift:.3g} from F0="
-                                   f"{self.init_score[k]:.3g}: {what}")
-        return drift
-
-    def _divergence(self, state: _TrainingState, m: int, k: int, what: str) -> DivergenceError:
-        """The error for stage m (0-based), with the data's scales as the likely cause."""
-        y, w = state.y, state.sample_weight
-        out = f" for output {k}" if self.n_outputs > 1 else ""
-        init = ", of init_score" if state.init_raw is not None else ""
-        return DivergenceError(
-            f"training diverged at stage {m + 1} (1-based){out} with loss='{self.loss.name}': "
-            f"{what}. Likely causes: the scale of y (|y| up to "
-            f"{float(np.max(np.abs(y), initial=0.0)):.3g}) or of sample_weight (up to "
-            f"{float(np.max(w, initial=0.0)):.3g}){init}, or a loss whose Newton steps do not "
-            "converge on these targets; rescale y or sample_weight, or lower learning_rate "
-            "or max_delta_step")
 
     def _leaf_values(self, grown: GrownTree, y, raw_k, sample_weight, indices, context,
                      leaf_starts=None, leaf_stops=None):
@@ -1017,156 +849,6 @@ default="gain"
             if importance_type == "cover" else out
 
 
-class _TrainingState:
-    """Raw scores of the training rows and eval sets, gradients and the grower of one fit.
-
-    ``raw`` is F0 plus every tree so far (for rf: the sum of the unscaled
-    trees, averaged by ``scores``); it is rebuilt from the booster's trees
-    stage by stage, in the order training added them, so that continued
-    training starts from bit-identical scores.
-    """
-
-    def __init__(self, booster: Booster, X_binned, y, sample_weight, eval_sets,
-                 init_raw=None, group_offsets=None, collective=None):
-        K, (_, n) = booster.n_outputs, X_binned.shape
-        self.booster, self.X_binned, self.y, self.sample_weight = (booster, X_binned, y,
-                                                                   sample_weight)
-        self.n, self.eval_sets = n, list(eval_sets)
-        self.group_offsets = group_offsets
-        self.collective = collective
-        self._every_y_w = None  # every member's labels and weights, when a loss reads them
-        self.all_rows = np.arange(n, dtype=INDEX_DTYPE)
-        self.eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in self.eval_sets]
-        # the scores before any tree: F0 plus the per-row init scores, if any
-        init = booster.init_score[:, None]
-        self.init_raw = init_raw  # named by a DivergenceError as a likely cause
-        self.base = init if init_raw is None else init + init_raw
-        self.eval_base = [init if e.init_raw is None else init + e.init_raw
-                          for e in self.eval_sets]
-        self.raw = _start_scores(self.base, n)
-        self.eval_raw = [_start_scores(b, e.y.size)
-                         for b, e in zip(self.eval_base, self.eval_sets, strict=True)]
-        # rf: every tree's gradients are at the start scores (F0, or the init scores)
-        self.rf_raw = readonly(self.raw.copy())
-        mode = booster.mode
-        mode.resume(booster)  # rf: back to unscaled trees, averaged again at the end
-        for stage in booster.trees:
-            for k, tree in enumerate(stage):
-                _add_tree_binned(tree, X_binned, self.all_rows, self.raw[k])
-                for e, er, rr in zip(self.eval_sets, self.eval_raw, self.eval_rows,
-                                     strict=True):
-                    _add_tree_binned(tree, e.X_binned, rr, er[k])
-        # divergence checks (Booster._check_tree): a bound on |raw - F0|, and its limit:
-        # exp overflows float64 past a raw score of 709.78; other links only need finite
-        # scores, held well inside float64 so that the sums of trees cannot overflow
-        # (Python floats: cheaper than NumPy scalars in the stage loop)
-        ceiling = _LOG_RAW_LIMIT if booster.loss.link == "log" else _RAW_LIMIT
-        self.raw_limit = [ceiling - float(np.max(np.abs(b))) for b in self.base]
-        # unknown when continuing: measured at the first stage
-        self.drift = [math.inf if booster.trees else 0.0] * K
-        self.mode, self.averaged = mode, mode.averaged
-        self.gradient = np.empty((K, n), dtype=G_H_DTYPE)
-        self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
-        bm = booster.bin_mapper
-        grower_params = booster.params.grower
-        #: the rows of every member of the group, in rank order (None alone)
-        self.member_rows = None if collective is None else collective.allgather(int(n))
-        # "auto" decided on the rows of the whole group: as one process decides
-        grower_params = quantize_by_default(
-            grower_params, booster.loss.name, n if collective is None
-            else sum(self.member_rows), isinstance(X_binned, SparseBinned))
-        self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
-                                 grower_params, n_rows_total=None if collective is None
-                                 else sum(self.member_rows))
-        if collective is not None:
-            # the stochastic rounding of quantised gradients draws by the group's row index
-            self.grower.row_offset = sum(self.member_rows[:collective.rank])
-            # a feature of one value bin splits where some member has missing values
-            # and values: every member must leave out the same features
-            local = splittable_features(X_binned, bm.n_bins_non_missing_).astype(np.int64)
-            self.grower.set_splittable(collective.allreduce_sum(local) > 0)
-
-    def gradients(self, loss: Loss, raw: np.ndarray, rngs=None):
-        """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context.
-
-        A loss that needs groups (ranking) gets them as ``group_offsets``; one whose
-        ``needs_rng`` is true also gets the stage's "objective" stream as ``rng``,
-        for the draws its gradients make (rank_xendcg's noise).
-        """
-        if self.collective is not None and loss.gradients_read_every_row:
-            # the stage's context (Huber's delta) from every member's rows, in rank order
-            if self._every_y_w is None:
-                self._every_y_w = _gather_columns(self.collective,
-                                                  [self.y, self.sample_weight])
-            every_raw = _gather_columns(self.collective, [raw])[0]
-            context = loss.stage_context(self._every_y_w[0], every_raw, self._every_y_w[1])
-            return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
-                                         self.hessian, context=context)
-        if loss.needs_group:  # ranking losses read the query groups
-            extra = {"group_offsets": self.group_offsets}
-            if loss.needs_rng:
-                extra["rng"] = rngs["objective"]
-            return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
-                                         self.hessian, **extra)
-        return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
-                                     self.hessian)
-
-    def scores(self, i: int) -> np.ndarray:
-        """Raw scores of eval set ``i`` (-1: the training rows), averaged for rf."""
-        raw, base = (self.raw, self.base) if i < 0 else (self.eval_raw[i], self.eval_base[i])
-        return self.mode.mean_scores(base, raw, len(self.booster.trees))
-
-    def add_tree(self, tree: Tree, k: int, indices, grown: GrownTree, outside) -> None:
-        """Add a new tree of output k: through the partition on its rows, traversed elsewhere."""
-        add_leaf_values(self.raw[k], indices, grown.leaf_starts, grown.leaf_stops,
-                        tree.value[grown.leaf_nodes])
-        if outside is not None:
-            _add_tree_binned(tree, self.X_binned, outside, self.raw[k])
-        self.add_to_eval_sets(tree, k)
-
-    def add_to_eval_sets(self, tree: Tree, k: int) -> None:
-        """Add a new tree of output k to the raw scores of the eval sets."""
-        for e, er, rr in zip(self.eval_sets, self.eval_raw, self.eval_rows, strict=True):
-            _add_tree_binned(tree, e.X_binned, rr, er[k])
-
-    def add_stages(self, booster: Booster, stages, sign: float) -> None:
-        """raw += sign * (trees of ``stages``), on the training rows and eval sets (DART)."""
-        for m in stages:
-            for k, tree in enumerate(booster.trees[m]):
-                for X, rows, raw in [(self.X_binned, self.all_rows, self.raw)] + [
-                        (e.X_binned, rr, er) for e, rr, er in
-                        zip(self.eval_sets, self.eval_rows, self.eval_raw, strict=True)]:
-                    out = np.zeros(raw.shape[1], dtype=np.float64)
-                    _add_tree_binned(tree, X, rows, out)
-                    raw[k] += sign * out
-
-
-def _trace_record(m, k, raw_k, residual, hessian, state, grown, indices, gamma, shrink, tree,
-                  row_factor, dropped) -> dict:
-    """What ``trace=True`` keeps of one tree: plain arrays, tabled by ``treeboost.trace``."""
-    leaf = np.zeros(state.n, dtype=np.float64)
-    for node, a, b in zip(grown.leaf_nodes, grown.leaf_starts, grown.leaf_stops, strict=True):
-        leaf[indices[a:b]] = node
-    factor = np.zeros(state.n)
-    factor[indices] = 1.0
-    if row_factor is not None:
-        factor[row_factor[0]] = row_factor[1]
-    outside = np.flatnonzero(factor == 0).astype(INDEX_DTYPE)
-    if outside.size:  # the leaf rows outside the stage's sample fall in: node ids as values
-        ids = replace(tree, value=np.arange(tree.value.size, dtype=np.float64))
-        leaf[outside] = 0.0
-        _add_tree_binned(ids, state.X_binned, outside, leaf)
-    return {"stage": m, "output": k, "F": np.array(raw_k, dtype=np.float64),
-            "residual": residual[k], "hessian": hessian[k], "row_factor": factor,
-            "leaf": leaf.astype(np.int64), "leaf_nodes": grown.leaf_nodes.copy(),
-            "gamma": gamma[grown.leaf_nodes].copy(), "shrinkage": shrink,
-            "value": tree.value[grown.leaf_nodes].copy(), "feature": tree.feature.copy(),
-            "threshold": tree.threshold.copy(), "is_categorical": tree.is_categorical.copy(),
-            "missing_left": tree.missing_left.copy(), "left": tree.left.copy(),
-            "right": tree.right.copy(), "count": tree.count.copy(),
-            "dropped": [int(d) for d in dropped]}
-
-
 _NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
 #: rows x features x outputs x stages of a fit from which its stages grow their trees
 #: side by side (below, in turn on one thread). The kernel that grows them side by side
@@ -1198,27 +880,3 @@ def _stage_tree_buffers(n_outputs: int, capacity: int) -> tuple:
             np.empty(shape, dtype=np.int32), np.empty(shape, dtype=np.int32),
             np.empty(shape, dtype=np.float64), np.empty(shape, dtype=np.float64),
             np.empty(shape, dtype=np.int64), np.empty(shape, dtype=np.float64))
-#: the largest |raw score| a log-link model may reach: exp(709.78) is float64's maximum
-_LOG_RAW_LIMIT = 700.0
-#: the largest |raw score| of the other links
-_RAW_LIMIT = 1e300
-#: sums of squared node values up to this are surely finite and sum of finite values
-_SQUARED_LIMIT = 1e300
-
-
-def _start_scores(base: np.ndarray, n: int) -> np.ndarray:
-    """Writable C-ordered (n_outputs, n) float64 scores equal to ``base`` (a column or full)."""
-    return np.array(np.broadcast_to(base, (base.shape[0], n)), dtype=SUM_DTYPE)
-
-
-def _add_tree_binned(tree: Tree, X_binned: np.ndarray, rows: np.ndarray, raw_k: np.ndarray):
-    """raw_k[rows] += tree(x) on binned rows (rows outside the stage's sample, eval sets)."""
-    if isinstance(X_binned, SparseBinned):
-        predict_binned_sparse(X_binned.col_ptr, X_binned.rows, X_binned.bins,
-                              X_binned.zero_bin, tree.feature, tree.bin_threshold,
-                              tree.missing_left, tree.left, tree.right, tree.value,
-                              tree.is_categorical, tree.cat_bitset, MISSING_BIN, 0, rows, raw_k)
-        return
-    predict_binned(X_binned, tree.feature, tree.bin_threshold, tree.missing_left, tree.left,
-                   tree.right, tree.value, tree.is_categorical, tree.cat_bitset, MISSING_BIN, 0,
-                   rows, raw_k)
