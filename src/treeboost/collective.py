@@ -11,10 +11,10 @@ Topology: a star. Rank 0 listens; every other rank keeps one TCP connection to i
 Each operation is one round: every rank other than 0 sends its part to rank 0,
 which reads them in rank order, computes the result and sends it back to each.
 
-Wire format: after a handshake, every message is a fixed header (``_HEADER``:
-kind, operation, dtype code, number of dimensions, an argument such as the
-broadcast root, the operation's sequence number, the payload's length in bytes
-and up to eight dimensions) followed by the payload: an array's raw bytes
+Wire format (``treeboost._collective_wire``): after a handshake, every message is
+a fixed header (``_HEADER``: kind, operation, dtype code, number of dimensions, an
+argument such as the broadcast root, the operation's sequence number, the payload's
+length in bytes and up to eight dimensions) followed by the payload: an array's raw bytes
 (little-endian, C order, sent from the array itself with the header in one
 ``sendmsg``, read with ``recv_into`` straight into the destination array or a
 reused buffer: no copy), a plain value (``broadcast`` of anything else and
@@ -25,7 +25,7 @@ so at most one message is in flight each way on a connection.
 Plain values, not pickles: the session token travels in clear, so whoever reads
 it could join a group; a pickle from such a peer would run its code on every
 member. So ``broadcast`` and ``allgather`` carry only data, in a small tagged
-encoding (``_pack_plain`` / ``_unpack_plain``): None, bools, ints, floats, str,
+encoding (``treeboost._plain_values``): None, bools, ints, floats, str,
 bytes, NumPy scalars, lists, tuples and dicts of those, and ndarrays of numbers,
 bools, dates or fixed-width text (by dtype, shape and raw bytes). Decoding builds
 nothing else, and refuses (one ``CollectiveError`` naming the peer) anything
@@ -41,16 +41,32 @@ from __future__ import annotations
 
 import hmac
 import json
-import math
 import secrets
-import selectors
 import socket
 import struct
-import sys
 import time
-from collections import namedtuple
 
 import numpy as np
+
+from ._collective_wire import (  # noqa: F401  (_OP_CODES: the wire format, read by tests)
+    _ARRAY,
+    _DTYPE_CODES,
+    _DTYPES,
+    _EMPTY,
+    _ERROR,
+    _HEADER,
+    _MAX_NDIM,
+    _OBJECT,
+    _OP_CODES,
+    _SUMMABLE,
+    _describe,
+    _encode,
+    _Failure,
+    _pack_plain,
+    _unpack_plain,
+    _Wire,
+)
+from ._plain_values import bytes_view
 
 __all__ = ["PROTOCOL_VERSION", "Collective", "CollectiveError"]
 
@@ -60,30 +76,9 @@ PROTOCOL_VERSION = 2
 _MAGIC = b"TBCL"
 _HELLO = struct.Struct("<4sHIIH")  # magic, version, world size, rank, token length
 _WELCOME = struct.Struct("<4sBH")  # magic, 0 accepted / 1 refused, message length
-_MAX_NDIM = 8
-# kind, op, dtype code, ndim, arg, seq, nbytes, shape[8]
-_HEADER = struct.Struct(f"<BBBBiQQ{_MAX_NDIM}q")
-_Header = namedtuple("_Header", "kind op dtype shape arg seq nbytes")
-
-# message kinds
-_EMPTY, _ARRAY, _OBJECT, _ERROR = range(4)
-
-_OPS = ("wait_for_peers", "barrier", "allreduce_sum", "broadcast", "allgather")
-_OP_CODES = {name: code for code, name in enumerate(_OPS)}
-
-# dtype codes travel in the header; code 0 is "no array". Explicit little-endian
-# dtypes: on a big-endian machine a native array is not one of these and is sent
-# as a plain value with its dtype (broadcast) or refused (allreduce_sum) instead of
-# sent with swapped bytes.
-_DTYPES = (None,) + tuple(np.dtype(t) for t in (
-    "<f8", "<i8", "<f4", "<i4", "<u8", "<u4", "<i2", "<u2", "i1", "u1", "?"))
-_DTYPE_CODES = {dtype: code for code, dtype in enumerate(_DTYPES) if dtype is not None}
-_SUMMABLE = (np.dtype("<f8"), np.dtype("<i8"))
-
 # a joining rank sends its hello right after connecting: a connection that stays
 # silent this long is a stray one, and must not hold up the real ranks' joins
 _HELLO_WAIT = 5.0
-_SENDMSG = hasattr(socket.socket, "sendmsg")  # not on Windows
 _CONNECT_RETRY = 0.05
 
 
@@ -115,30 +110,7 @@ class CollectiveError(RuntimeError):
         self.operation = operation
 
 
-class _Failure(Exception):
-    """Internal: what went wrong in the current operation, turned into a CollectiveError.
-
-    ``local`` marks an error of this rank's own arguments, which a rank other than
-    0 reports to rank 0 (the others would otherwise wait for it until the timeout).
-    """
-
-    def __init__(self, ranks, reason: str, local: bool = False):
-        super().__init__(reason)
-        self.ranks = tuple(ranks)
-        self.reason = reason
-        self.local = local
-
-
-def _bytes_view(array: np.ndarray) -> memoryview:
-    """The bytes of a C-contiguous array, writeable where the array is (no copy)."""
-    return memoryview(array.reshape(-1).view(np.uint8))
-
-
-def _describe(dtype, shape) -> str:
-    return f"dtype {dtype} and shape {tuple(shape)}"
-
-
-class Collective:
+class Collective(_Wire):
     """One rank's end of a group of processes that sum, broadcast and gather together.
 
     Every participant creates one, with its ``rank`` and the common ``world_size``
@@ -572,7 +544,7 @@ class Collective:
         """
         def body():
             code = self._summable(array)
-            data = _bytes_view(array)
+            data = bytes_view(array)
             header = self._pack(_ARRAY, "allreduce_sum", code, array.shape, array.nbytes)
             self._bytes += array.nbytes
             if self._world_size == 1:
@@ -681,7 +653,7 @@ class Collective:
             self._check_kind(0, received, _ARRAY, _OBJECT)
             if received.kind == _ARRAY:
                 out = np.empty(received.shape, _DTYPES[received.dtype])
-                self._recv_into(0, _bytes_view(out), deadline)
+                self._recv_into(0, bytes_view(out), deadline)
                 return out
             return _unpack_plain(self._recv_bytes(0, received.nbytes, deadline), 0)
         return self._run("broadcast", body, root)
@@ -786,40 +758,6 @@ class Collective:
         raise CollectiveError(f"{where} failed on rank {self._rank}: {failure.reason}",
                               failure.ranks, name)
 
-    def _deliver_verdict(self, name: str, verdict: bytes) -> None:
-        """Rank 0: send the error to every peer, then wait (bounded) until they hang up.
-
-        Closing a socket with unread data sends a reset, which may destroy the
-        verdict still on its way; so rank 0 ends its half, reads what the peers
-        still send until they close (they do as soon as they read the verdict), and
-        only then closes. A silent or dead peer costs at most the grace.
-        """
-        header = self._pack(_ERROR, name, nbytes=len(verdict), arg=self._arg)
-        deadline = time.monotonic() + self._grace
-        with selectors.DefaultSelector() as selector:
-            for sock in self._peers.values():
-                try:
-                    sock.settimeout(max(deadline - time.monotonic(), 1e-3))
-                    sock.sendall(header + verdict)
-                    sock.shutdown(socket.SHUT_WR)
-                    selector.register(sock, selectors.EVENT_READ)
-                except OSError:
-                    pass
-            while selector.get_map() and (remaining := deadline - time.monotonic()) > 0:
-                for key, _ in selector.select(remaining):
-                    try:
-                        data = key.fileobj.recv(1 << 16)
-                    except OSError:
-                        data = b""
-                    if not data:
-                        selector.unregister(key.fileobj)
-
-    def _pack(self, kind: int, name: str, code: int = 0, shape=(), nbytes: int = 0,
-              arg: int = 0) -> bytes:
-        dims = tuple(shape) + (0,) * (_MAX_NDIM - len(shape))
-        return _HEADER.pack(kind, _OP_CODES[name], code, len(shape), arg, self._seq, nbytes,
-                            *dims)
-
     def _summable(self, array) -> int:
         if (type(array) is not np.ndarray or array.dtype not in _SUMMABLE
                 or not array.flags.c_contiguous or not array.flags.writeable
@@ -832,162 +770,6 @@ class Collective:
                            f"float64 or int64 ndarray of at most {_MAX_NDIM} dimensions; "
                            f"rank {self._rank} passed {got}", local=True)
         return _DTYPE_CODES[array.dtype]
-
-    def _check_kind(self, rank: int, header: _Header, *kinds: int) -> None:
-        if header.kind not in kinds:
-            raise _Failure((rank,), f"rank {rank} sent an unexpected message (kind "
-                           f"{header.kind}) for {_OPS[header.op]}")
-
-    def _expect(self, rank: int, name: str, arg: int, deadline: float) -> _Header:
-        """Rank 0: the header of ``rank``'s part of this operation, checked against ours."""
-        header = self._recv_header(rank, deadline)
-        if header.kind == _ERROR:
-            reason = self._read_verdict(rank, header, deadline)[1]
-            raise _Failure((rank,), reason)
-        if header.op != _OP_CODES[name]:
-            raise _Failure((rank,), f"rank {rank} called {_OPS[header.op]} where rank 0 "
-                                    f"called {name}")
-        if header.seq != self._seq:
-            raise _Failure((rank,), f"rank {rank} is at operation #{header.seq}, rank 0 at "
-                                    f"#{self._seq}")
-        if header.arg != arg:
-            raise _Failure((rank,), f"rank {rank} broadcasts from root {header.arg}, rank 0 "
-                                    f"from root {arg}")
-        return header
-
-    def _reply(self, name: str, deadline: float) -> _Header:
-        """A rank other than 0: rank 0's answer to this operation, or its verdict raised."""
-        header = self._recv_header(0, deadline)
-        if header.kind == _ERROR:
-            ranks, reason = self._read_verdict(0, header, deadline)
-            raise _Failure(ranks, f"{reason} (found by rank 0)")
-        if header.op != _OP_CODES[name] or header.seq != self._seq:
-            raise _Failure((0,), f"rank 0 answered {_OPS[header.op]} #{header.seq} to "
-                                 f"{name} #{self._seq}")
-        return header
-
-    def _read_verdict(self, rank: int, header: _Header, deadline: float):
-        try:
-            verdict = json.loads(self._recv_bytes(rank, header.nbytes, deadline))
-            return tuple(int(r) for r in verdict["ranks"]), str(verdict["reason"])
-        except (ValueError, KeyError, TypeError):
-            return (rank,), f"rank {rank} reported an error that could not be read"
-
-    def _recv_header(self, rank: int, deadline: float) -> _Header:
-        self._recv_into(rank, memoryview(self._header_buf), deadline)
-        kind, op, code, ndim, arg, seq, nbytes, *dims = _HEADER.unpack(self._header_buf)
-        shape = tuple(dims[:ndim])
-        if (kind > _ERROR or op >= len(_OPS) or code >= len(_DTYPES) or ndim > _MAX_NDIM
-                or min(shape, default=0) < 0
-                or (kind == _ARRAY and (code == 0 or nbytes != _DTYPES[code].itemsize
-                                        * math.prod(shape)))):
-            raise _Failure((rank,), f"rank {rank} sent a malformed message")
-        return _Header(kind, op, code, shape, arg, seq, nbytes)
-
-    def _recv_bytes(self, rank: int, nbytes: int, deadline: float) -> bytearray:
-        out = bytearray(nbytes)
-        self._recv_into(rank, memoryview(out), deadline)
-        return out
-
-    def _recv_into(self, rank: int, view: memoryview, deadline: float) -> None:
-        sock = self._peers[rank]
-        got, size = 0, len(view)
-        while got < size:
-            remaining = deadline - time.monotonic()
-            try:
-                if remaining <= 0:
-                    raise TimeoutError
-                sock.settimeout(remaining)
-                n = sock.recv_into(view[got:])
-            except TimeoutError:
-                raise _Failure((rank,), f"rank {rank} did not answer within "
-                                        f"{self._timeout:g} s") from None
-            except OSError as error:
-                raise _Failure((rank,), f"the connection to rank {rank} broke "
-                                        f"({error.strerror or error})") from None
-            if n == 0:
-                raise _Failure((rank,), f"rank {rank} closed the connection")
-            got += n
-
-    def _send(self, rank: int, header: bytes, payload, deadline: float) -> None:
-        sock = self._peers[rank]
-        try:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            sock.settimeout(remaining)
-            if not len(payload):
-                sock.sendall(header)
-            elif _SENDMSG:
-                # header and payload in one system call, so the receiver wakes once for
-                # both, not once for a packet of its own with the header
-                sent = sock.sendmsg([header, payload])
-                if sent < len(header):
-                    sock.sendall(header[sent:])
-                    sent = len(header)
-                if sent - len(header) < len(payload):
-                    sock.settimeout(max(deadline - time.monotonic(), 1e-3))
-                    sock.sendall(memoryview(payload)[sent - len(header):])
-            else:
-                sock.sendall(header + bytes(payload))
-        except TimeoutError:
-            raise _Failure((rank,), f"rank {rank} took nothing within "
-                                    f"{self._timeout:g} s") from None
-        except OSError as error:
-            if rank == 0:
-                # rank 0 may have hung up after sending its verdict: report that instead
-                self._pending_verdict()
-            raise _Failure((rank,), f"the connection to rank {rank} broke "
-                                    f"({error.strerror or error})") from None
-
-    def _check_peers(self) -> None:
-        """Rank 0, about to answer: fail now if a peer already gave up on this operation.
-
-        A peer that timed out closed its connection, possibly after its part had
-        arrived; sending the answer into that connection still succeeds, and rank 0
-        would return a result while the peer raised. Between its part and the answer
-        a peer sends nothing, so anything readable now (no more than a peek, without
-        waiting) is the end of its connection or an error.
-        """
-        for r, sock in self._peers.items():
-            try:
-                sock.settimeout(0.0)
-                waiting = sock.recv(1, socket.MSG_PEEK)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError as error:
-                raise _Failure((r,), f"the connection to rank {r} broke "
-                                     f"({error.strerror or error})") from None
-            if not waiting:
-                raise _Failure((r,), f"rank {r} closed the connection")
-            header = self._recv_header(r, time.monotonic() + self._grace)
-            if header.kind == _ERROR:
-                raise _Failure((r,), self._read_verdict(r, header, time.monotonic()
-                                                        + self._grace)[1])
-            raise _Failure((r,), f"rank {r} sent an unexpected message")
-
-    def _pending_verdict(self) -> None:
-        """A rank other than 0: raise rank 0's verdict if one already arrived."""
-        try:
-            self._peers[0].settimeout(0.0)
-            ready = self._peers[0].recv_into(memoryview(self._header_buf), 0, socket.MSG_PEEK)
-        except OSError:
-            return
-        if ready:
-            try:
-                header = self._recv_header(0, time.monotonic() + 1e-3)
-            except _Failure:
-                return
-            if header.kind == _ERROR:
-                ranks, reason = self._read_verdict(0, header, time.monotonic() + self._grace)
-                raise _Failure(ranks, f"{reason} (found by rank 0)")
-
-    def _send_all(self, header: bytes, payload=b"") -> None:
-        """Rank 0: send the same message to every other rank."""
-        self._check_peers()
-        deadline = time.monotonic() + self._timeout
-        for r in range(1, self._world_size):
-            self._send(r, header, payload, deadline)
 
 
 def _recv_exact(sock: socket.socket, nbytes: int, deadline: float) -> bytes:
@@ -1004,216 +786,3 @@ def _recv_exact(sock: socket.socket, nbytes: int, deadline: float) -> bytes:
             raise EOFError("connection closed")
         got += n
     return bytes(out)
-
-
-def _encode(value, rank: int):
-    """(kind, dtype code, shape, payload) of rank ``rank``'s broadcast value: raw bytes
-    for a plain ndarray of a wire dtype, else the plain-value encoding."""
-    if (type(value) is np.ndarray and value.dtype in _DTYPE_CODES
-            and value.ndim <= _MAX_NDIM):
-        array = _c_order(value)
-        return _ARRAY, _DTYPE_CODES[array.dtype], array.shape, _bytes_view(array)
-    return _OBJECT, 0, (), _pack_plain(value, rank, "broadcast value")
-
-
-# -- plain values: the payloads of broadcast and allgather -----------------------------------
-#
-# One tag byte, then the value: None, False, True; an int as int64 ('q') or, beyond
-# it, as its decimal digits; a float as a double; str (UTF-8) and bytes with a u32
-# length; a list, tuple or dict with a u32 count and its items (a dict's keys and
-# values alternating); an ndarray or NumPy scalar as its dtype string (e.g. "<f8"),
-# shape and raw C-order bytes. Nothing else is encoded or decoded: no class is
-# looked up and no callable is called on the receiving side but the constructors of
-# these types.
-(_T_NONE, _T_FALSE, _T_TRUE, _T_INT, _T_BIGINT, _T_FLOAT, _T_STR, _T_BYTES, _T_LIST,
- _T_TUPLE, _T_DICT, _T_ARRAY, _T_SCALAR) = range(1, 14)
-_U8 = struct.Struct("<B")
-_U32 = struct.Struct("<I")
-_I64 = struct.Struct("<q")
-_U64 = struct.Struct("<Q")
-_F64 = struct.Struct("<d")
-#: nesting deeper than this is refused both ways (a bounded recursion on each side)
-_MAX_DEPTH = 64
-#: array kinds sent by dtype and bytes: numbers, bools, dates and times, fixed-width
-#: text; never objects, structured or void dtypes (whose bytes are not the values)
-_PLAIN_KINDS = frozenset("biufcmMSU")
-_CONTAINERS = {list: _T_LIST, tuple: _T_TUPLE}
-
-
-class _NotPlain(Exception):
-    """Internal: a value that is not a plain value, or bytes that do not encode one."""
-
-
-def _plain_dtype(dtype: np.dtype) -> bool:
-    return dtype.kind in _PLAIN_KINDS and not dtype.hasobject and dtype.fields is None \
-        and dtype.subdtype is None
-
-
-def _pack_plain(value, rank: int, what: str) -> bytes:
-    """``value`` in the plain-value encoding; a local ``_Failure`` naming what is not plain."""
-    out: list = []
-    try:
-        _pack(value, out, 0)
-    except _NotPlain as error:
-        raise _Failure((rank,), f"rank {rank}'s {what} cannot be sent: {error}; the "
-                       "collective carries only None, bool, int, float, str, bytes, NumPy "
-                       "scalars and arrays of numbers, bools, dates or text, and lists, "
-                       "tuples and dicts of those", local=True) from None
-    return b"".join(out)
-
-
-def _pack(value, out: list, depth: int) -> None:
-    if depth >= _MAX_DEPTH:
-        raise _NotPlain(f"it is nested more than {_MAX_DEPTH} deep")
-    kind = type(value)
-    if value is None:
-        out.append(_U8.pack(_T_NONE))
-    elif kind is bool:
-        out.append(_U8.pack(_T_TRUE if value else _T_FALSE))
-    elif kind is int:
-        if -(1 << 63) <= value < (1 << 63):
-            out.append(_U8.pack(_T_INT) + _I64.pack(value))
-        else:
-            try:
-                digits = str(value).encode("ascii")
-            except ValueError:  # beyond sys.get_int_max_str_digits()
-                raise _NotPlain("an int of more than "
-                                f"{sys.get_int_max_str_digits()} digits is too long") from None
-            _pack_bytes(_T_BIGINT, digits, out)
-    elif kind is float:
-        out.append(_U8.pack(_T_FLOAT) + _F64.pack(value))
-    elif kind is str:
-        _pack_bytes(_T_STR, value.encode("utf-8", "surrogatepass"), out)
-    elif kind in (bytes, bytearray):
-        _pack_bytes(_T_BYTES, bytes(value), out)
-    elif kind in _CONTAINERS:
-        out.append(_U8.pack(_CONTAINERS[kind]) + _U32.pack(len(value)))
-        for item in value:
-            _pack(item, out, depth + 1)
-    elif kind is dict:
-        out.append(_U8.pack(_T_DICT) + _U32.pack(len(value)))
-        for key, item in value.items():
-            _pack(key, out, depth + 1)
-            _pack(item, out, depth + 1)
-    elif kind is np.ndarray or isinstance(value, np.generic):
-        array = _c_order(value)
-        if not _plain_dtype(array.dtype) or array.ndim > 255:
-            raise _NotPlain(f"an array of dtype {array.dtype} is not a plain value")
-        dtype = array.dtype.str.encode("ascii")
-        out.append(_U8.pack(_T_ARRAY if kind is np.ndarray else _T_SCALAR)
-                   + _U8.pack(len(dtype)) + dtype + _U8.pack(array.ndim)
-                   + b"".join(_U64.pack(n) for n in array.shape) + _U64.pack(array.nbytes))
-        out.append(_bytes_view(array) if array.size else b"")
-    else:
-        raise _NotPlain(f"{_type_name(value)} is not a plain value")
-
-
-def _c_order(value) -> np.ndarray:
-    """``value`` as a C-contiguous array of its shape (``np.ascontiguousarray`` would
-    make a 0-d array 1-d)."""
-    array = np.asarray(value)
-    return array if array.flags.c_contiguous else array.copy(order="C")
-
-
-def _pack_bytes(tag: int, data: bytes, out: list) -> None:
-    out.append(_U8.pack(tag) + _U32.pack(len(data)))
-    out.append(data)
-
-
-def _type_name(value) -> str:
-    kind = type(value)
-    return f"a {kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" \
-        else f"a {kind.__qualname__}"
-
-
-class _Reader:
-    """Bounds-checked reads from a received payload."""
-
-    def __init__(self, data):
-        self.view = memoryview(data).cast("B")
-        self.pos = 0
-
-    def take(self, n: int) -> memoryview:
-        if n > len(self.view) - self.pos:
-            raise _NotPlain(f"it ends within a value (byte {self.pos} of {len(self.view)})")
-        self.pos += n
-        return self.view[self.pos - n:self.pos]
-
-    def unpack(self, fmt: struct.Struct):
-        return fmt.unpack(self.take(fmt.size))[0]
-
-
-def _unpack_plain(data, rank: int):
-    """The plain value rank ``rank`` sent in ``data``; a ``_Failure`` naming it if not one."""
-    reader = _Reader(data)
-    try:
-        value = _unpack(reader, 0)
-        if reader.pos != len(reader.view):
-            raise _NotPlain(f"{len(reader.view) - reader.pos} bytes follow the value")
-    except _NotPlain as error:
-        raise _Failure((rank,), f"rank {rank} sent a payload that is not a plain value "
-                       f"({error}): refused, nothing of it was loaded") from None
-    return value
-
-
-def _unpack(reader: _Reader, depth: int):
-    if depth >= _MAX_DEPTH:
-        raise _NotPlain(f"it is nested more than {_MAX_DEPTH} deep")
-    at = reader.pos
-    tag = reader.unpack(_U8)
-    if tag == _T_NONE:
-        return None
-    if tag in (_T_FALSE, _T_TRUE):
-        return tag == _T_TRUE
-    if tag == _T_INT:
-        return reader.unpack(_I64)
-    if tag == _T_FLOAT:
-        return reader.unpack(_F64)
-    if tag in (_T_BIGINT, _T_STR, _T_BYTES):
-        data = bytes(reader.take(reader.unpack(_U32)))
-        try:
-            if tag == _T_BIGINT:
-                if not data.lstrip(b"-").isdigit():
-                    raise ValueError("not digits")
-                return int(data)
-            return data.decode("utf-8", "surrogatepass") if tag == _T_STR else data
-        except ValueError:
-            raise _NotPlain(f"the {'int' if tag == _T_BIGINT else 'str'} at byte {at} "
-                            "is malformed") from None
-    if tag in (_T_LIST, _T_TUPLE):
-        items = [_unpack(reader, depth + 1) for _ in range(reader.unpack(_U32))]
-        return items if tag == _T_LIST else tuple(items)
-    if tag == _T_DICT:
-        out = {}
-        for _ in range(reader.unpack(_U32)):
-            key = _unpack(reader, depth + 1)
-            try:
-                out[key] = _unpack(reader, depth + 1)
-            except TypeError:  # a list as a key
-                raise _NotPlain(f"the dict at byte {at} has an unhashable key") from None
-        return out
-    if tag in (_T_ARRAY, _T_SCALAR):
-        return _unpack_array(reader, tag, at)
-    raise _NotPlain(f"unknown tag 0x{tag:02x} at byte {at}"
-                    + (": a pickle" if tag == 0x80 and at == 0 else ""))
-
-
-def _unpack_array(reader: _Reader, tag: int, at: int):
-    name = bytes(reader.take(reader.unpack(_U8)))
-    try:
-        # a dtype string is parsed, never evaluated; the kinds are checked below
-        dtype = np.dtype(name.decode("ascii"))
-    except (TypeError, ValueError, UnicodeDecodeError):
-        raise _NotPlain(f"the array at byte {at} has dtype {name!r}") from None
-    if not _plain_dtype(dtype) or dtype.str.encode("ascii") != name:
-        raise _NotPlain(f"the array at byte {at} has dtype {name!r}, not a plain one")
-    shape = tuple(reader.unpack(_U64) for _ in range(reader.unpack(_U8)))
-    nbytes = reader.unpack(_U64)
-    if tag == _T_SCALAR and shape != () or nbytes != dtype.itemsize * math.prod(shape):
-        raise _NotPlain(f"the array at byte {at} has {nbytes} bytes for shape {shape} "
-                        f"of {dtype}")
-    # a fresh, aligned array (the kernels read them), not a view into the payload
-    out = np.empty(shape, dtype)
-    if nbytes:
-        _bytes_view(out)[:] = reader.take(nbytes)
-    return out[()] if tag == _T_SCALAR else out
