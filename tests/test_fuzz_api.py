@@ -52,8 +52,9 @@ def _outcome(run):
     try:
         return "model", run()
     except (ValueError, TypeError) as exc:  # anything else (a Numba or NumPy error) fails
-        assert str(exc), f"{type(exc).__name__} without a message"
-        return "error", str(exc)
+        error = exc
+    assert str(error), f"{type(error).__name__} without a message"
+    return "error", str(error)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
