@@ -15,6 +15,8 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 RUNNABLE = [
     "### Reading a model: `dump_model`, `trees_to_dataframe`, `treeboost dump`",
     "### Predict options and explanations",
+    "### Plots",
+    "### Export: ONNX and treelite",
 ]
 
 

@@ -1,9 +1,10 @@
-"""Command line: ``treeboost train``, ``predict``, ``dump``, ``study``, ``report`` and ``demo``.
+"""Command line: ``treeboost train``, ``predict``, ``dump``, ``export``, ``study``, ``demo``.
 
 ``main`` builds one argparse parser whose subcommands live in ``train.py``,
-``predict.py``, ``dump.py`` and ``study.py``; model options come from the parameter table
-(``_options.py``). Errors in the user's input (a missing file, an unknown column, a bad
-option value) print one line and exit with status 1, without a traceback.
+``predict.py``, ``dump.py``, ``export.py`` and ``study.py`` (``report`` among the
+study's); model options come from the parameter table (``_options.py``). Errors in the
+user's input (a missing file, an unknown column, a bad option value) print one line and
+exit with status 1, without a traceback.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _demo(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``treeboost`` argument parser with all its subcommands."""
-    from . import dump, predict, study, train
+    from . import dump, export, predict, study, train
     from ._options import seed
 
     parser = argparse.ArgumentParser(
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_parser(sub)
     predict.add_parser(sub)
     dump.add_parser(sub)
+    export.add_parser(sub)
     study.add_parsers(sub)
     demo = sub.add_parser("demo", help="train and evaluate on scikit-learn's bundled datasets")
     demo.add_argument("--n-estimators", type=int, default=100)
