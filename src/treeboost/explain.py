@@ -56,26 +56,44 @@ def shap_values(booster, X: np.ndarray) -> np.ndarray:
         Column j < n_features is the contribution of feature j to output k;
         the last column is the bias, F0 plus every tree's expected value.
     """
-    if sp.issparse(X):  # the walk reads every feature of a row: densify (zeros stay zeros)
-        X = X.toarray()
-    X = np.ascontiguousarray(X, dtype=X_DTYPE)  # one kernel signature for every input dtype
-    n_features = booster.n_features
-    trees = [t for stage in booster.trees for t in stage]
-    outputs = [k for stage in booster.trees for k in range(len(stage))]
-    out = np.zeros((X.shape[0], booster.n_outputs, n_features + 1), dtype=np.float64)
+    return _shap_values(_Walk(booster, X))
+
+
+class _Walk:
+    """What both TreeSHAP kernels read, made once: X dense in float64, the trees in
+    model order (stage-major) with their outputs, packed, and their covers."""
+
+    def __init__(self, booster, X):
+        if sp.issparse(X):  # the walk reads every feature of a row: densify (zeros stay 0)
+            X = X.toarray()
+        self.X = np.ascontiguousarray(X, dtype=X_DTYPE)  # one signature for every dtype
+        self.booster = booster
+        self.trees = [t for stage in booster.trees for t in stage]
+        self.outputs = [k for stage in booster.trees for k in range(len(stage))]
+        self.packed = self.cover = None
+        self.max_depth = 0
+        if self.trees and self.X.shape[0]:
+            self.packed = PackedTrees(self.trees, self.outputs, booster.bin_mapper)
+            self.cover = np.concatenate([t.count for t in self.trees]).astype(np.float64)
+            self.max_depth = max(t.depth() for t in self.trees)
+
+    def tree_arrays(self) -> tuple:
+        """The packed trees' arguments the two kernels share, in their order."""
+        p = self.packed
+        return (p.feature, p.threshold, p.missing_left, p.left, p.right, p.value,
+                p.is_categorical, p.cat_bitset, p.categories, p.n_categories, MISSING_BIN,
+                self.cover, p.tree_roots, p.tree_outputs)
+
+
+def _shap_values(walk: _Walk) -> np.ndarray:
+    booster, n_features = walk.booster, walk.booster.n_features
+    out = np.zeros((walk.X.shape[0], booster.n_outputs, n_features + 1), dtype=np.float64)
     bias = np.array(booster.init_score, dtype=np.float64)
-    for tree, k in zip(trees, outputs, strict=True):
+    for tree, k in zip(walk.trees, walk.outputs, strict=True):
         bias[k] += expected_value(tree)
     out[:, :, n_features] = bias
-    if not trees or X.shape[0] == 0:
-        return out
-    packed = PackedTrees(trees, outputs, booster.bin_mapper)
-    cover = np.concatenate([t.count for t in trees]).astype(np.float64)
-    max_depth = max(t.depth() for t in trees)
-    tree_shap(X, packed.feature, packed.threshold, packed.missing_left, packed.left,
-              packed.right, packed.value, packed.is_categorical, packed.cat_bitset,
-              packed.categories, packed.n_categories, MISSING_BIN, cover, packed.tree_roots,
-              packed.tree_outputs, max_depth, out)
+    if walk.packed is not None:
+        tree_shap(walk.X, *walk.tree_arrays(), walk.max_depth, out)
     return out
 
 
@@ -180,24 +198,15 @@ def shap_interaction_values(booster, X: np.ndarray) -> np.ndarray:
         raw score of output k. Memory grows as n_features squared: 1,000 rows
         of 1,000 features take 8 GB per output.
     """
-    if sp.issparse(X):  # densified once, for both kernels
-        X = X.toarray()
-    X = np.ascontiguousarray(X, dtype=X_DTYPE)
-    contribs = shap_values(booster, X)
+    walk = _Walk(booster, X)  # densified and packed once, for both kernels
+    contribs = _shap_values(walk)
     n_samples, n_outputs, width = contribs.shape
     n_features = width - 1
     out = np.zeros((n_samples, n_outputs, width, width), dtype=np.float64)
-    trees = [t for stage in booster.trees for t in stage]
-    if trees and n_samples:
-        outputs = [k for stage in booster.trees for k in range(len(stage))]
-        packed = PackedTrees(trees, outputs, booster.bin_mapper)
-        cover = np.concatenate([t.count for t in trees]).astype(np.float64)
-        ptr, features, below = _conditioning_tables(trees, packed)
-        tree_shap_interactions(
-            X, packed.feature, packed.threshold, packed.missing_left, packed.left, packed.right,
-            packed.value, packed.is_categorical, packed.cat_bitset, packed.categories,
-            packed.n_categories, MISSING_BIN, cover, packed.tree_roots, packed.tree_outputs,
-            ptr, features, below, max(t.depth() for t in trees), out)
+    if walk.packed is not None:
+        ptr, features, below = _conditioning_tables(walk.trees, walk.packed)
+        tree_shap_interactions(walk.X, *walk.tree_arrays(), ptr, features, below,
+                               walk.max_depth, out)
     # the kernel leaves the diagonal at 0: main effect = SHAP value - interactions
     main = contribs[:, :, :n_features] - out[:, :, :n_features, :].sum(axis=3)
     diagonal = np.arange(n_features)
