@@ -269,11 +269,14 @@ def _remove_stale_temps(directory: str, basename: str) -> None:
                 os.remove(entry.path)
 
 
-def _write_atomic(path: str, text: str, *, after_write=None) -> None:
-    """Write ``text`` to ``path`` through a temporary file renamed over it.
+def _write_atomic(path: str, text: str | bytes, *, after_write=None,
+                  what: str = "save_model") -> None:
+    """Write ``text`` (str as UTF-8, or bytes) to ``path`` through a temporary file
+    renamed over it; the model files and the command line's outputs alike.
 
     ``after_write``, if given, is called once the temporary file is written and before
-    it is renamed (tests end the process there, as a crash would).
+    it is renamed (tests end the process there, as a crash would). ``what`` names the
+    caller in the error of a path that cannot be written.
     """
     # a crash mid-write leaves the old file (or none), never half a model
     directory = check_destination(path)
@@ -284,10 +287,12 @@ def _write_atomic(path: str, text: str, *, after_write=None) -> None:
         # mode 0o666 lets the umask decide the permissions, as a plain open() would
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:  # name the user's file, not the temporary one
-        raise type(exc)(exc.errno, f"save_model: cannot write {path!r} "
+        raise type(exc)(exc.errno, f"{what}: cannot write {path!r} "
                                    f"({exc.strerror})") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        binary = isinstance(text, bytes)
+        with (os.fdopen(fd, "wb") if binary else
+              os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

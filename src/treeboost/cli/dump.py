@@ -41,6 +41,7 @@ def _text(booster, fmt: str) -> str:
 def run(args) -> int:
     """Run ``treeboost dump``."""
     from ..booster import Booster
+    from ..serialization import _write_atomic
 
     if args.out and os.path.exists(args.out) and not args.force:
         raise FileExistsError(f"{args.out} exists; pass --force to overwrite it")
@@ -48,11 +49,8 @@ def run(args) -> int:
         raise DataError(f"{args.model}: no such model file")
     text = _text(Booster.load_model(args.model), args.format)
     if args.out:
-        tmp = f"{args.out}.tmp{os.getpid()}"
-        # written aside and renamed: a reader never sees half a file
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, args.out)
+        # written aside and renamed: a reader never sees half a file, a kill leaves none
+        _write_atomic(args.out, text, what="treeboost dump")
         print(f"wrote the {args.format} dump of {args.model} to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -45,25 +45,21 @@ def _load(path: str):
 
 def _write_onnx(model, out: str, target_opset) -> None:
     from ..export import to_onnx
+    from ..serialization import _write_atomic
 
-    data = to_onnx(model, target_opset=target_opset).SerializeToString()
-    tmp = f"{out}.tmp{os.getpid()}"
-    # written aside and renamed: a reader never sees half a file
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, out)
+    _write_atomic(out, to_onnx(model, target_opset=target_opset).SerializeToString(),
+                  what="treeboost export")
 
 
 def _write_treelite(model, out: str) -> None:
     from ..export import to_treelite
+    from ..serialization import _write_atomic
 
     tl_model = to_treelite(model)
-    if not hasattr(tl_model, "serialize"):
+    if not hasattr(tl_model, "serialize_bytes"):
         raise DataError(f"--to treelite: this treelite ({type(tl_model).__module__}) has no "
-                        "Model.serialize to write {out} with")
-    tmp = f"{out}.tmp{os.getpid()}"
-    tl_model.serialize(tmp)
-    os.replace(tmp, out)
+                        f"Model.serialize_bytes to write {out} with")
+    _write_atomic(out, tl_model.serialize_bytes(), what="treeboost export")
 
 
 def run(args) -> int:

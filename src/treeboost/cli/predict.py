@@ -81,6 +81,7 @@ def model_features(model, table: pd.DataFrame, path) -> pd.DataFrame:
 def run(args) -> int:
     """Run ``treeboost predict``."""
     from .._estimator_io import load_model_and_svmlight_base
+    from ..serialization import _write_atomic
 
     if args.out and os.path.exists(args.out) and not args.force:
         raise FileExistsError(f"{args.out} exists; pass --force to overwrite it")
@@ -118,10 +119,10 @@ def run(args) -> int:
         for k, label in enumerate(model.classes_):
             out[f"proba_{label}"] = proba[:, k]
     if args.out:
-        tmp = f"{args.out}.tmp{os.getpid()}"
-        # full precision, written aside and renamed: a reader never sees half a file
-        out.to_csv(tmp, index=False, float_format="%.17g")
-        os.replace(tmp, args.out)
+        # full precision, written aside and renamed: a reader never sees half a file,
+        # and a killed run leaves no temporary file beside it for long
+        _write_atomic(args.out, out.to_csv(index=False, float_format="%.17g"),
+                      what="treeboost predict")
         print(f"wrote {len(out)} predictions to {args.out}", file=sys.stderr)
     else:
         out.to_csv(sys.stdout, index=False, float_format="%.17g")
