@@ -25,13 +25,18 @@ So a user callback's ``after_training`` sees the model the estimator keeps,
 and a user stop at stage 17 keeps exactly 17 stages unless early stopping
 is on (which then keeps its best stage, as it does when ``n_estimators``
 is reached).
+
+``EvaluationLogger`` writes through the ``treeboost`` logger (``_logging``):
+INFO records when the user has configured ``logging``, plain lines on stdout
+when not. ``ProgressBar`` is the opt-in progress bar (tqdm, the ``progress``
+extra); nothing draws one unless it is passed in ``callbacks``.
 """
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from ._logging import log_info
 
 #: the hooks every callback has
 HOOKS = ("before_training", "after_iteration", "after_training")
@@ -45,6 +50,7 @@ class TrainingCallback:
 
     Examples
     --------
+    >>> from treeboost.callbacks import TrainingCallback
     >>> class StopAt(TrainingCallback):
     ...     def __init__(self, n_stages):
     ...         self.n_stages = n_stages
@@ -208,7 +214,43 @@ class EarlyStopping(TrainingCallback):
 
 
 class EvaluationLogger(TrainingCallback):
-    """Write every ``period``-th stage's metrics to a stream (stdout by default)."""
+    """Log every ``period``-th stage's metrics: what ``verbose=period`` turns on.
+
+    Each line reads ``[stage/n_estimators]  data metric: value ...``. Without
+    ``stream`` it is an INFO record of the ``treeboost`` logger when ``logging``
+    is configured for it (a handler or level on that logger, or a root handler
+    that lets INFO through) and a line on stdout otherwise, as before logging
+    was used.
+
+    Parameters
+    ----------
+    period : int, default=1
+        Log every ``period``-th stage (values below 1 mean 1).
+    stream : file-like, default=None
+        Write the lines to this stream instead, whatever ``logging`` says.
+    n_estimators : int, default=None
+        The number of stages shown after the stage number, if given.
+
+    Notes
+    -----
+    To send the ``verbose`` lines of every fit to a file instead of stdout::
+
+        import logging
+        logger = logging.getLogger("treeboost")
+        logger.setLevel(logging.INFO)
+        logger.addHandler(logging.FileHandler("fit.log"))
+
+    ``logger.setLevel(logging.WARNING)`` silences them.
+
+    Examples
+    --------
+    >>> import io
+    >>> log = EvaluationLogger(stream=io.StringIO(), n_estimators=5)
+    >>> log.after_iteration(0, {"training": {"rmse": [1.5]}})
+    False
+    >>> log.stream.getvalue()
+    '[1/5]  training rmse: 1.5\\n'
+    """
 
     def __init__(self, period: int = 1, stream=None, n_estimators: int | None = None):
         self.period = max(1, int(period))
@@ -222,7 +264,102 @@ class EvaluationLogger(TrainingCallback):
         parts = [f"{data} {metric}: {values[-1]:.6g}"
                  for data, metrics in evals_log.items() for metric, values in metrics.items()]
         total = f"/{self.n_estimators}" if self.n_estimators else ""
-        stream = self.stream if self.stream is not None else sys.stdout
-        stream.write(f"[{iteration + 1}{total}]  " + "  ".join(parts) + "\n")
-        stream.flush()
+        log_info(f"[{iteration + 1}{total}]  " + "  ".join(parts), self.stream)
         return False
+
+
+class ProgressBar(TrainingCallback):
+    """A progress bar over the stages of a fit, drawn by tqdm; pass it in ``callbacks``.
+
+    The library never draws a bar unless asked: pass ``ProgressBar()`` to
+    ``fit(..., callbacks=[...])`` or ``train(..., callbacks=[...])``. tqdm is an
+    optional dependency (``pip install 'treeboost[progress]'``); without it, and
+    without ``tqdm_class``, the constructor raises ``ImportError`` saying so
+    rather than training without the bar that was asked for.
+
+    The bar counts stages toward ``n_estimators`` (starting from the stages a
+    continued model already has) and shows the last value of the metric early
+    stopping monitors (the first metric of the last data set) when one is
+    logged. It closes when training ends; a stop (early stopping, a
+    callback) leaves it short of its total.
+
+    Parameters
+    ----------
+    desc : str, default="boosting"
+        The label in front of the bar.
+    delay : float, default=0.0
+        Seconds before the bar appears (tqdm's ``delay``): fits shorter than
+        that draw nothing.
+    file : file-like, default=None
+        Where the bar is drawn (None: tqdm's default, ``sys.stderr``).
+    leave : bool, default=True
+        Keep the finished bar on screen.
+    tqdm_class : callable, default=None
+        Makes the bar: called as ``tqdm_class(total=, initial=, desc=, unit=,
+        delay=, file=, leave=)``; the object it returns needs ``update(n)``,
+        ``set_postfix_str(text, refresh=)`` and ``close()``. None is
+        ``tqdm.tqdm``; ``tqdm.auto.tqdm`` gives a widget in notebooks.
+
+    Attributes
+    ----------
+    bar : object or None
+        The bar of the fit in progress; None outside a fit.
+
+    Examples
+    --------
+    >>> from treeboost import TreeBoostRegressor
+    >>> from treeboost.callbacks import ProgressBar
+    >>> model = TreeBoostRegressor(n_estimators=500)
+    >>> model.fit(X, y, callbacks=[ProgressBar()])  # doctest: +SKIP
+    """
+
+    def __init__(self, *, desc: str = "boosting", delay: float = 0.0, file=None,
+                 leave: bool = True, tqdm_class=None):
+        if tqdm_class is None:
+            tqdm_class = _tqdm()  # fail here, before a fit that would run without the bar
+        self.desc = desc
+        self.delay = delay
+        self.file = file
+        self.leave = leave
+        self.tqdm_class = tqdm_class
+        self.bar = None
+
+    def before_training(self, booster) -> None:
+        """Open the bar at the model's stage count, toward ``n_estimators``."""
+        self.close()  # one instance may serve several fits
+        self.bar = self.tqdm_class(total=booster.params.n_estimators,
+                                   initial=len(booster.trees), desc=self.desc, unit="stage",
+                                   delay=self.delay, file=self.file, leave=self.leave)
+
+    def after_iteration(self, iteration, evals_log):
+        """Advance the bar by one stage, with the last value of the monitored metric."""
+        if evals_log:
+            # the last data set and its first metric: what early stopping monitors
+            data, metrics = next(reversed(evals_log.items()))
+            metric, values = next(iter(metrics.items()), (None, ()))
+            if values:
+                # refresh=False: update() redraws at tqdm's own pace
+                self.bar.set_postfix_str(f"{data} {metric}: {values[-1]:.6g}", refresh=False)
+        self.bar.update(1)
+        return False
+
+    def after_training(self, booster) -> None:
+        """Close the bar."""
+        self.close()
+
+    def close(self) -> None:
+        """Close the bar if one is open (training raised before ``after_training``)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _tqdm():
+    """``tqdm.tqdm``, or an ImportError that says how to install it."""
+    try:
+        from tqdm import tqdm
+    except ImportError as err:
+        raise ImportError("ProgressBar draws its bar with tqdm, which is not installed: pip "
+                          "install 'treeboost[progress]' (or pip install tqdm), or pass "
+                          "tqdm_class=") from err
+    return tqdm

@@ -10,13 +10,16 @@ hold-out, so ``train`` and ``study`` score the same rows) or, for ranking,
 that file as the test part -> ``TreeBoostClassifier``/``TreeBoostRegressor``/
 ``TreeBoostRanker`` with the options of the parameter table -> metrics on the test part
 (NDCG@1/3/5/10 and MAP@10 over its queries for ranking) -> stdout (text or JSON) and,
-with ``--save``, a model file.
+with ``--save``, a model file. While fitting, ``--progress`` draws a bar of the stages
+on stderr (tqdm): by default only when stderr is a terminal, so a log or a pipe never
+receives one.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -24,6 +27,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..callbacks import ProgressBar
+from ..exceptions import TreeboostError
 from ._options import add_param_options, chosen_params, seed
 
 #: the estimator scope of the parameter table that learns each task
@@ -63,6 +68,12 @@ def add_parser(sub) -> None:
     p.add_argument("--save", metavar="MODEL", help="write the fitted model (JSON) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --save file")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
+                   help="a progress bar of the fit's stages on stderr, drawn by tqdm (pip "
+                        "install 'treeboost[progress]'); auto (default): only when stderr is "
+                        "a terminal, tqdm is installed and --verbose is not given (its lines "
+                        "are the progress then); on: on any stderr, an error without tqdm. "
+                        "Fits under a second draw no bar")
     add_param_options(p)
     p.set_defaults(handler=run)
 
@@ -238,6 +249,47 @@ def metrics(task, model, X_test, y_test, group=None) -> dict:
     return out
 
 
+def progress_callbacks(mode, verbose, stream=None, tqdm_class=None) -> list:
+    """The callbacks of ``--progress``: ``[ProgressBar]`` or none.
+
+    Parameters
+    ----------
+    mode : {"auto", "on", "off"}
+        The option's value. "auto" draws a bar only on a terminal (``stream.isatty()``),
+        with tqdm installed, and without ``verbose`` lines to draw it over.
+    verbose : int or None
+        The ``--verbose`` value (None when not given).
+    stream : file-like, default=None
+        Where the bar is drawn; None is ``sys.stderr``, looked up now.
+    tqdm_class : callable, default=None
+        Passed to ``ProgressBar`` (None: tqdm).
+
+    Returns
+    -------
+    list of ProgressBar
+    """
+    stream = sys.stderr if stream is None else stream
+    if mode == "off" or (mode == "auto" and (verbose or not _is_terminal(stream))):
+        return []
+    try:
+        # delay: a fit of a second or less draws nothing; leave=False: the report
+        # printed next is not preceded by a finished bar
+        return [ProgressBar(desc="treeboost train", delay=1.0, file=stream, leave=False,
+                            tqdm_class=tqdm_class)]
+    except ImportError:
+        if mode == "auto":
+            return []  # the bar is a nicety there, not worth an error
+        raise TreeboostError("--progress on draws the bar with tqdm, which is not "
+                             "installed: pip install 'treeboost[progress]'") from None
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 def run(args) -> int:
     """Run ``treeboost train``."""
     if args.save is not None:
@@ -251,12 +303,13 @@ def run(args) -> int:
     task = data.task
     chosen = chosen_params(args, SCOPES[task])
     model = make_model(task, chosen, args.seed)
+    callbacks = progress_callbacks(args.progress, chosen.get("verbose"))
     start = time.perf_counter()
     if task == "ranking":
-        model.fit(data.X_train, data.y_train, group=data.train_group)
+        model.fit(data.X_train, data.y_train, group=data.train_group, callbacks=callbacks)
     else:
         model.fit(data.X_train, np.asarray(data.y_train) if task == "classification"
-                  else data.y_train)
+                  else data.y_train, callbacks=callbacks)
     seconds = time.perf_counter() - start
     n_train, n_test = data.X_train.shape[0], data.X_test.shape[0]
     report = {"data": os.fspath(args.data), "task": task, "n_rows": n_train + n_test,
