@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench clean clean-cache
+.PHONY: venv demo test lint bench docs clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,19 @@ bench: venv
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/bench_end_to_end.py
 
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $@
+
+# the site (docs/, Sphinx) with warnings as errors, then every example on its pages and
+# in the docstrings it shows run by the doctest builder; the API pages are generated
+# into docs/generated/, the site into docs/_build/html
+docs: $(VENV)/.docs-installed
+	$(VENV)/bin/sphinx-build -W --keep-going -b html -d docs/_build/doctrees docs docs/_build/html
+	$(VENV)/bin/sphinx-build -W --keep-going -b doctest -d docs/_build/doctrees docs docs/_build/doctest
+
 clean: clean-cache
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) build *.egg-info src/*.egg-info docs/_build docs/generated
 
 # Numba's on-disk cache of compiled kernels (stale after editing a kernel others call)
 clean-cache:

@@ -1,4 +1,4 @@
-"""Frozen format-1 model files still load and predict bit for bit (README "Model file format").
+"""Frozen format-1 model files still load and predict bit for bit (docs/guide/model_files.rst).
 
 ``tests/data/models`` holds models written once by ``make_fixtures.py`` before the
 engine refactor, each with the inputs it predicted on and every output it gave.
@@ -70,7 +70,7 @@ def _first_leaf_edit(text: str, delta: float) -> str:
     tree = doc["trees"][0][0]
     tree["value"] = [v + delta if left < 0 else v
                      for v, left in zip(tree["value"], tree["left"], strict=True)]
-    # the checksum as the README documents it: SHA-256 of the sorted, compact document
+    # the checksum as docs/guide/model_files.rst documents it: SHA-256 of the sorted, compact document
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
     doc["checksum"] = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     return json.dumps(doc)

@@ -245,6 +245,7 @@ class EvaluationLogger(TrainingCallback):
     Examples
     --------
     >>> import io
+    >>> from treeboost.callbacks import EvaluationLogger
     >>> log = EvaluationLogger(stream=io.StringIO(), n_estimators=5)
     >>> log.after_iteration(0, {"training": {"rmse": [1.5]}})
     False

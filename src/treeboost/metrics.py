@@ -148,6 +148,7 @@ def make_metric(fn: Callable, *, name: str | None = None, higher_is_better: bool
     Examples
     --------
     >>> from sklearn.metrics import roc_auc_score
+    >>> from treeboost.metrics import make_metric
     >>> auc = make_metric(roc_auc_score, name="my_auc", higher_is_better=True)
     """
     if not callable(fn):

@@ -197,7 +197,7 @@ PARAMS = [
           choices="'from_dtype', None, or a list of indices, of names, or a boolean mask"),
     Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
           "categories in a node splits one category against the rest (LightGBM: 4; 16 "
-          "overfits less on small data, see README).", low=1, part="grower"),
+          "overfits less on small data, see the benchmarks page).", low=1, part="grower"),
     Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a categorical "
           "split.", low=1, part="grower"),
     Param("cat_smooth", "float", 10.0, "Smoothing of G/(H + cat_smooth) when ordering a "

@@ -10,7 +10,7 @@ name, constructor parameters, classes, feature names, training history) and
 rebuilds a fitted ``TreeBoostRegressor``/``TreeBoostClassifier``; this module
 imports no estimator. Predictions after a round trip are bit-identical: floats
 are written with ``repr``, the shortest text that reads back as the same
-float64. The fields are documented in the README ("Model file format");
+float64. The fields are documented in docs/guide/model_files.rst;
 ``checksum`` is the SHA-256 of the canonical JSON (sorted keys, no spaces) of
 every other field.
 

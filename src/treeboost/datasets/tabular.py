@@ -31,7 +31,7 @@ PANDAS_NA_TOKENS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNA
                               "None", "n/a", "nan", "null"})
 
 # Tokens that mean "missing" inside a column that is otherwise numeric. The datasets
-# README fixes "missing = empty field", but hand-made CSVs often write NA or ? in a numeric
+# The docs (guide/data.rst) fix "missing = empty field", but hand-made CSVs often write NA or ? in a numeric
 # column; a numeric column cannot have a level called "NA", so reading these as missing
 # there is safe. In non-numeric columns only the empty field is missing: "None" is a real
 # level of some ames_housing columns.
