@@ -126,7 +126,7 @@ class GrowerParams:
     cat_l2: float = 10.0
     cat_smooth: float = 10.0
     max_cat_threshold: int = 32
-    max_cat_to_onehot: int = 16
+    max_cat_to_onehot: int = 4
     #: as the parameters (``treeboost.constraints``), by index; None: unconstrained
     monotone_constraints: object = None
     interaction_constraints: object = None

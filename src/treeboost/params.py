@@ -195,9 +195,19 @@ PARAMS = [
     Param("categorical_features", "custom", "from_dtype", "Categorical features: "
           "'from_dtype' (pandas category columns), None, indices, names or a boolean mask.",
           choices="'from_dtype', None, or a list of indices, of names, or a boolean mask"),
+    Param("max_cat_to_onehot", "int", 4, "A categorical feature with at most this many "
+          "categories in a node splits one category against the rest, more by a prefix of "
+          "the categories sorted by gradient (LightGBM's 4: with 16, categories smaller than "
+          "min_samples_leaf cannot split at all; see the benchmarks page).", low=1,
+          scope="regressor", part="grower"),
     Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
-          "categories in a node splits one category against the rest (LightGBM: 4; 16 "
-          "overfits less on small data, see the benchmarks page).", low=1, part="grower"),
+          "categories in a node splits one category against the rest, more by a prefix of "
+          "the categories sorted by gradient (LightGBM: 4; 16 overfits less on small "
+          "classification data, see the benchmarks page).", low=1, scope="classifier",
+          part="grower"),
+    Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
+          "categories in a node splits one category against the rest, more by a prefix of "
+          "the categories sorted by gradient.", low=1, scope="ranker", part="grower"),
     Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a categorical "
           "split.", low=1, part="grower"),
     Param("cat_smooth", "float", 10.0, "Smoothing of G/(H + cat_smooth) when ordering a "
