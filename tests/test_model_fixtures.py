@@ -70,7 +70,8 @@ def _first_leaf_edit(text: str, delta: float) -> str:
     tree = doc["trees"][0][0]
     tree["value"] = [v + delta if left < 0 else v
                      for v, left in zip(tree["value"], tree["left"], strict=True)]
-    # the checksum as docs/guide/model_files.rst documents it: SHA-256 of the sorted, compact document
+    # the checksum as docs/guide/model_files.rst documents it: SHA-256 of the sorted,
+    # compact document
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
     doc["checksum"] = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     return json.dumps(doc)

@@ -26,6 +26,7 @@ from treeboost.datasets import load
 from treeboost.study import run_study
 from treeboost.study.data import split_indices
 from treeboost.study.space import (
+    DEFAULT_BAYES_GRID,
     DEFAULT_GRID,
     complexity,
     config_key,
@@ -258,6 +259,27 @@ def test_bayes_search_budget_bounds_and_replay(tmp_path):
     run_study(data, tmp_path / "a", **kwargs)
     run_study(data, tmp_path / "b", **kwargs)
     assert [r[:4] for r in rows(tmp_path / "a")] == [r[:4] for r in rows(tmp_path / "b")]
+
+
+def test_bayes_search_without_a_grid_searches_the_default_bounds(tmp_path):
+    # issue 35: the Bayesian default spans where tuned models were found, with the axes the
+    # SPEC grid lacks; --grid still replaces an axis of it
+    data = [write_arff(tmp_path / "synth.arff", n=120)]
+    run_study(data, tmp_path / "a", grid=["n_estimators=5,10"], search="bayes", trials=8,
+              baselines=[], report=False, progress=None)
+    db = sqlite3.connect(tmp_path / "a" / "study.sqlite")
+    trials = [json.loads(p) for (p,) in db.execute("SELECT params FROM trials ORDER BY trial")]
+    db.close()
+    assert len(trials) == 4  # 8 configurations, read at 2 stages per fit
+    axes = set(DEFAULT_BAYES_GRID) - {"n_estimators"}
+    assert {"min_samples_leaf", "reg_lambda", "colsample_bytree"} <= axes
+    for t in trials:
+        assert set(t) == axes
+        for name in axes:
+            low, high = DEFAULT_BAYES_GRID[name]
+            assert low <= t[name] <= high, name
+    # the grid search's default is still SPEC's
+    assert "min_samples_leaf" not in DEFAULT_GRID
 
 
 # ---- report -------------------------------------------------------------------------------------

@@ -38,8 +38,11 @@ def add_parsers(sub) -> None:
         description="Every dataset x every configuration of a grid (default: learning_rate "
                     "{0.1,0.05,0.01,0.001} x max_leaf_nodes {2,3,6,11} x n_estimators "
                     "{100,200,500,1000} x subsample {0.6,0.7,0.8,1.0} = 256), or a Bayesian "
-                    "search with the same budget. Results go to DIR/study.sqlite as they "
-                    "arrive: run the same command again to resume a stopped study.")
+                    "search with the same budget (default bounds: learning_rate 0.01-0.3, "
+                    "max_leaf_nodes 4-128, min_samples_leaf 5-100, subsample and "
+                    "colsample_bytree 0.5-1, reg_lambda 0.001-10, 100-1000 trees). Results "
+                    "go to DIR/study.sqlite as they arrive: run the same command again to "
+                    "resume a stopped study.")
     p.add_argument("data", nargs="*", metavar="DATA",
                    help="data files or folders of ARFF, CSV or svmlight files (a folder's "
                         "MANIFEST.tsv gives targets and tasks); an svmlight file with query "
@@ -48,7 +51,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", default="study", metavar="DIR",
                    help="folder of the database and the report (default: %(default)s)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
-                   help="replace (or add) one axis of the default grid; repeatable")
+                   help="replace (or add) one axis of the default grid (with --search bayes, "
+                        "of the default bounds); repeatable")
     p.add_argument("--search", choices=["grid", "bayes"], default="grid")
     p.add_argument("--trials", type=int, metavar="N",
                    help="Bayesian budget in configurations per dataset (default: grid size)")

@@ -30,9 +30,9 @@ PANDAS_NA_TOKENS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNA
                               "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN",
                               "None", "n/a", "nan", "null"})
 
-# Tokens that mean "missing" inside a column that is otherwise numeric. The datasets
-# The docs (guide/data.rst) fix "missing = empty field", but hand-made CSVs often write NA or ? in a numeric
-# column; a numeric column cannot have a level called "NA", so reading these as missing
+# Tokens that mean "missing" inside a column that is otherwise numeric. The docs
+# (guide/data.rst) fix "missing = empty field", but hand-made CSVs often write NA or ? in
+# a numeric column; a numeric column cannot have a level called "NA", so reading these as missing
 # there is safe. In non-numeric columns only the empty field is missing: "None" is a real
 # level of some ames_housing columns.
 NUMERIC_NA_TOKENS = (PANDAS_NA_TOKENS - {""}) | {"?"}
