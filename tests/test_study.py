@@ -232,6 +232,27 @@ def test_resume_with_other_settings_is_refused(tmp_path):
     assert len(rows(tmp_path / "s")) == 1
 
 
+def test_a_second_process_on_a_running_study_is_refused_before_any_work(tmp_path):
+    # two processes on one folder proposed and stored the same Bayesian trials, and the
+    # second died on the database's unique keys halfway through
+    from treeboost.exceptions import DataError
+    from treeboost.study.store import Store
+
+    data = [write_arff(tmp_path / "synth.arff", n=60)]
+    grid = ["learning_rate=0.1", "max_leaf_nodes=2", "n_estimators=3", "subsample=1.0"]
+    first = Store(tmp_path / "s")
+    first.lock()  # as a running study holds it (a second open file conflicts like a process)
+    try:
+        with pytest.raises(DataError, match=rf"another treeboost study \(pid {os.getpid()}\)"):
+            run_study(data, tmp_path / "s", grid=grid, baselines=[], report=False,
+                      progress=None)
+        assert rows(tmp_path / "s") == []
+    finally:
+        first.close()
+    run_study(data, tmp_path / "s", grid=grid, baselines=[], report=False, progress=None)
+    assert len(rows(tmp_path / "s")) == 1
+
+
 # ---- Bayesian search --------------------------------------------------------------------------
 BAYES_GRID = ["learning_rate=0.01,0.3", "max_leaf_nodes=2,8", "n_estimators=5,10",
               "subsample=0.6,1.0"]

@@ -124,6 +124,7 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
     specs = discover(list(data), target)
     store = Store(out)
     try:
+        store.lock()
         settings = {"search": search, "grid": grid, "folds": folds, "seed": seed,
                     "one_hot": bool(one_hot), "trials": trials if search == "bayes" else None}
         store.check_settings(settings)

@@ -17,9 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
+
+try:  # POSIX; elsewhere a study folder is not locked against a second process
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
 
 from ..exceptions import DataError
 
@@ -99,6 +105,7 @@ class Store:
         self.folder = Path(out)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / "study.sqlite"
+        self._lock = None  # the folder's lock file while this process runs the study
         # isolation_level=None: autocommit, transactions are explicit below
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
@@ -122,8 +129,41 @@ class Store:
             raise
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (and give up the folder's lock, if held)."""
+        if self._lock is not None:
+            self._lock.close()  # closing the descriptor releases the flock
+            self._lock = None
         self.db.close()
+
+    def lock(self) -> None:
+        """Hold the folder for this process until :meth:`close`.
+
+        Two processes running one study would both propose and store the same trials
+        (the second fails on the database's unique keys, halfway); the second is refused
+        here instead, before any work, naming the first.
+
+        Raises
+        ------
+        DataError
+            When another process holds the folder.
+        """
+        if fcntl is None:  # pragma: no cover
+            return
+        handle = open(self.folder / "study.lock", "a+")  # noqa: SIM115 (held until close)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            raise DataError(f"{self.folder}: another treeboost study (pid {owner}) is running "
+                            "in this folder; wait for it to finish, or use another --out "
+                            "folder") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._lock = handle
 
     # ---- settings ----------------------------------------------------------------
     def check_settings(self, settings: dict) -> None:
