@@ -88,10 +88,17 @@ def _check_document(got: dict, expected: dict, defaults: dict) -> None:
     _check_params(got["params"], expected["params"], defaults)
 
 
+#: defaults changed since the files were frozen, as (value in the file, value now): the
+#: trees are still compared above, so a changed default that grows other trees fails there
+CHANGED_DEFAULTS = {"max_cat_to_onehot": (16, 4)}  # the regressor's, issue 35
+
+
 def _check_params(got: dict, expected: dict, defaults: dict) -> None:
     """The frozen parameters, plus parameters added since at their defaults (which
-    change no model)."""
-    changed = [k for k in expected if _canonical(got.get(k)) != _canonical(expected[k])]
+    change no model), and defaults changed since at their new values."""
+    changed = [k for k in expected if _canonical(got.get(k)) != _canonical(expected[k])
+               and not (k in CHANGED_DEFAULTS and (expected[k], got.get(k))
+                        == CHANGED_DEFAULTS[k] and got.get(k) == defaults.get(k))]
     assert not changed, f"the model file's parameters differ in {changed}"
     added = {k: v for k, v in got.items() if k not in expected}
     assert added == {k: defaults[k] for k in added}, "new parameters not at their defaults"
