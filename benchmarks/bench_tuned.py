@@ -220,6 +220,16 @@ def fit_predict(lib: str, task: str, n_classes: int, params: dict, fixed: dict, 
     raise ValueError(f"--libs: unknown library {lib!r}")
 
 
+def fold(folder: str, name: str, seed: int):
+    """One set's split for ``seed``: labels, task, class count, validation and test rows,
+    and the ``fit_predict`` data tuple."""
+    X, y, task = load_set(Path(folder), name)
+    n_classes = int(y.max()) + 1 if task == "classification" else 0
+    train, valid, test = split(y, task, seed)
+    data = (rows_of(X, train), y[train], rows_of(X, valid), y[valid], rows_of(X, test))
+    return y, task, n_classes, valid, test, data
+
+
 def tune(folder: str, name: str, seed: int, lib: str, tag: str, fixed: dict,
          trials: int) -> dict:
     """One (set, seed, library) search; the best trial's record."""
@@ -227,10 +237,7 @@ def tune(folder: str, name: str, seed: int, lib: str, tag: str, fixed: dict,
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore")
-    X, y, task = load_set(Path(folder), name)
-    n_classes = int(y.max()) + 1 if task == "classification" else 0
-    train, valid, test = split(y, task, seed)
-    data = (rows_of(X, train), y[train], rows_of(X, valid), y[valid], rows_of(X, test))
+    y, task, n_classes, valid, test, data = fold(folder, name, seed)
     tests = {}
     start = time.perf_counter()
 
@@ -278,10 +285,7 @@ def paired(folder: str, name: str, seed: int, lib: str, tag: str, fixed: dict,
            n: int) -> dict:
     """Every library at the same ``n`` random configurations: scores without the search."""
     warnings.filterwarnings("ignore")
-    X, y, task = load_set(Path(folder), name)
-    n_classes = int(y.max()) + 1 if task == "classification" else 0
-    train, valid, test = split(y, task, seed)
-    data = (rows_of(X, train), y[train], rows_of(X, valid), y[valid], rows_of(X, test))
+    y, task, n_classes, valid, test, data = fold(folder, name, seed)
     start = time.perf_counter()
     valids, tests = [], []
     for params in draw_configs(n, seed):
