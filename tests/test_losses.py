@@ -36,7 +36,8 @@ VARIANTS = {
 }
 #: ranking losses are sums over pairs of a query, not over rows: tests/test_lambdarank.py
 CASES = [(name, params) for name in available_losses()
-         if name not in available_losses("ranking") for params in VARIANTS.get(name, [{}])]
+         if name not in available_losses("ranking") and name not in available_losses("survival")
+         for params in VARIANTS.get(name, [{}])]
 IDS = [name + "".join(f"-{v}" for v in params.values()) for name, params in CASES]
 #: losses whose trees grow on a unit hessian by design: their leaves are set by
 #: a line search (median, quantile, Friedman's Huber step), not by Newton

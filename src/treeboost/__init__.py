@@ -20,6 +20,7 @@ try:
     from .generic import GradientBoostingWithLearner
     from .losses import Formula, available_losses, get_loss, register_loss, unregister_loss
     from .sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
+    from .survival import TreeBoostSurvival
     from .training import train
 finally:
     if _collecting:
@@ -27,6 +28,7 @@ finally:
 del _collecting
 
 __all__ = ["AdaBoostClassifier", "Dataset", "Formula", "GradientBoostingWithLearner",
-           "TreeBoostClassifier", "TreeBoostRanker", "TreeBoostRegressor", "available_losses",
+           "TreeBoostClassifier", "TreeBoostRanker", "TreeBoostRegressor", "TreeBoostSurvival",
+           "available_losses",
            "get_loss", "load_model", "register_loss", "train", "unregister_loss",
            "__version__"]

@@ -715,7 +715,7 @@ class DaskTreeBoostRanker(_DaskTreeBoostBase):
 
     __init__ = _make_init("ranker")
 
-    def fit(self, X, y, *, qid, eval_set=None, eval_qid=None):
+    def fit(self, X, y, *, qid, sample_weight=None, eval_set=None, eval_qid=None):
         """Fit the ranking model on documents grouped into queries, where they lie.
 
         Parameters
@@ -727,6 +727,10 @@ class DaskTreeBoostRanker(_DaskTreeBoostBase):
         qid : dask.array.Array of shape (n_samples,) or dask.dataframe.Series
             Query id of each row; a query's rows are consecutive and lie whole in one
             partition (each worker trains on whole queries).
+        sample_weight : None
+            Not supported yet: query weights are normalised to mean 1 over all the
+            queries (``TreeBoostRanker.fit``), which no worker holds; anything but None
+            is refused. Weight queries with ``TreeBoostRanker`` on one machine.
         eval_set : list of (X, y) pairs of dask collections, default=None
             Validation queries; the last set drives early stopping on NDCG.
         eval_qid : list of dask collections, default=None
@@ -737,6 +741,10 @@ class DaskTreeBoostRanker(_DaskTreeBoostBase):
         self
             The fitted estimator.
         """
+        if sample_weight is not None:
+            raise ValueError("sample_weight: DaskTreeBoostRanker does not take query "
+                             "weights yet (they are normalised to mean 1 over every "
+                             "worker's queries); fit a TreeBoostRanker to weight queries")
         if qid is None:
             raise ValueError("DaskTreeBoostRanker.fit needs qid= (each query's rows "
                              "consecutive and in one partition)")

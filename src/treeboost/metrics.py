@@ -35,6 +35,7 @@ from typing import Callable
 import numpy as np
 
 from ._dtypes import readonly
+from ._survival_metrics import cindex_metric, cox_nloglik_metric
 
 
 @dataclass(frozen=True)
@@ -343,12 +344,86 @@ def ideal_dcg(gain, query, rank, n_queries: int, k: int) -> np.ndarray:
     return _dcg(gain[np.lexsort((-gain, query))], query, rank, n_queries, k)
 
 
-def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None) -> float:
-    """Mean NDCG@k over queries, LightGBM's definition.
+def query_weights(sample_weight, group_offsets, name: str = "sample_weight"):
+    """Each query's weight, from one weight per query or per row (constant within each query).
+
+    Ranking weights are query weights (XGBoost's meaning; LightGBM's row weights read
+    the same where they are constant within each query): ``sample_weight`` has one
+    entry per query, or one per row with every row of a query sharing its query's
+    weight. Anything else is refused.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_queries,) or (n_samples,), or None
+        The weights.
+    group_offsets : array-like of int
+        Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
+    name : str, default="sample_weight"
+        The argument named in error messages.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_queries,), or None if ``sample_weight`` is None
+
+    Raises
+    ------
+    ValueError
+        If the weights are not finite and >= 0, have neither length, or differ within a
+        query.
+    """
+    if sample_weight is None:
+        return None
+    offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
+    n_queries, n_rows = offsets.size - 1, int(offsets[-1])
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numbers: {exc}") from None
+    if w.ndim != 1 or w.size not in (n_queries, n_rows):
+        raise ValueError(f"{name} has shape {w.shape}: ranking weights are query weights, "
+                         f"one per query ({n_queries}) or one per row ({n_rows}) with the "
+                         "same value on every row of a query")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} must be finite and >= 0, got {w[i]!r} at index {i}")
+    if w.size == n_queries:  # one per query (also the rows' when every query has one row)
+        return w
+    first = w[offsets[:-1]]
+    differ = np.repeat(first, np.diff(offsets)) != w
+    if differ.any():
+        i = int(np.argmax(differ))
+        q = int(np.searchsorted(offsets, i, side="right")) - 1
+        rows = w[offsets[q]:offsets[q + 1]]
+        raise ValueError(f"{name} differs within query {q} (rows {offsets[q]}.."
+                         f"{offsets[q + 1] - 1}: {rows.min():g} to {rows.max():g}): ranking "
+                         "weights are query weights, one per query or the same on every row "
+                         "of a query (XGBoost's meaning; a document's importance within a "
+                         "query is its label)")
+    return first
+
+
+def _query_mean(per_query, weights) -> float:
+    """The mean of the per-query values, weighted by ``weights`` (None: all alike)."""
+    if weights is None or np.all(weights == weights[0]):
+        if weights is not None and weights[0] == 0:
+            raise ValueError("sample_weight is 0 on every query")
+        return float(np.mean(per_query))
+    total = weights.sum()
+    if not total > 0:
+        raise ValueError("sample_weight is 0 on every query")
+    return float(np.dot(weights, per_query) / total)
+
+
+def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None, *,
+              sample_weight=None) -> float:
+    """Mean NDCG@k over queries, LightGBM's definition; weighted by query weights if given.
 
     DCG@k of a query sums ``label_gain[l] / log2(2 + r)`` over its documents of rank
     ``r < k`` by descending score (ties keep the data's order); NDCG@k divides it by the
-    DCG@k of the ideal order. A query whose documents all have gain 0 scores 1.
+    DCG@k of the ideal order. A query whose documents all have gain 0 scores 1. With
+    ``sample_weight`` the result is ``sum_q w_q NDCG_q / sum_q w_q`` (LightGBM's weighted
+    metric, where its row weights are constant within each query).
 
     Parameters
     ----------
@@ -362,26 +437,31 @@ def ndcg_at_k(y_true, y_score, group_offsets, k: int, label_gain=None) -> float:
         Cut-off, at least 1 (a query shorter than k counts all its documents).
     label_gain : array-like, default=None
         Gain of each label; None gives ``2**l - 1``.
+    sample_weight : array-like of shape (n_queries,) or (n_samples,), default=None
+        Query weights: one per query, or one per row, the same on every row of a query
+        (``query_weights``); None weighs every query alike.
 
     Returns
     -------
     float
     """
     y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets, k)
+    weights = query_weights(sample_weight, group_offsets)
     gain = label_gains(y, label_gain)
     dcg = _dcg(gain[by_score], query, rank, n_queries, k)
     idcg = ideal_dcg(gain, query, rank, n_queries, k)
     per_query = np.divide(dcg, idcg, out=np.ones(n_queries), where=idcg > 0)
-    return float(np.mean(per_query))
+    return _query_mean(per_query, weights)
 
 
-def map_at_k(y_true, y_score, group_offsets, k: int) -> float:
-    """Mean average precision at k over queries, LightGBM's definition.
+def map_at_k(y_true, y_score, group_offsets, k: int, *, sample_weight=None) -> float:
+    """Mean average precision at k over queries, LightGBM's definition; weighted if given.
 
     A document is relevant when its label is above 0. AP@k of a query sums the
     precision at each relevant document of rank ``r < k`` (by descending score, ties in
     the data's order) and divides by ``min(k, number of relevant documents)``; a query
-    without relevant documents scores 1.
+    without relevant documents scores 1. With ``sample_weight`` the result is
+    ``sum_q w_q AP_q / sum_q w_q``.
 
     Parameters
     ----------
@@ -393,12 +473,15 @@ def map_at_k(y_true, y_score, group_offsets, k: int) -> float:
         Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
     k : int
         Cut-off, at least 1.
+    sample_weight : array-like of shape (n_queries,) or (n_samples,), default=None
+        Query weights, as for ``ndcg_at_k``.
 
     Returns
     -------
     float
     """
     y, query, rank, by_score, n_queries = ranked(y_true, y_score, group_offsets, k)
+    weights = query_weights(sample_weight, group_offsets)
     relevant = (y[by_score] > 0).astype(np.float64)
     hits = np.cumsum(relevant)
     starts = np.flatnonzero(rank == 0)
@@ -408,7 +491,7 @@ def map_at_k(y_true, y_score, group_offsets, k: int) -> float:
     n_relevant = np.bincount(query, weights=relevant, minlength=n_queries)
     per_query = np.divide(total, np.minimum(n_relevant, k), out=np.ones(n_queries),
                           where=n_relevant > 0)
-    return float(np.mean(per_query))
+    return _query_mean(per_query, weights)
 
 
 @dataclass(frozen=True)
@@ -422,15 +505,25 @@ class _RankingMetric(_BuiltinMetric):
         """The metric of raw scores ``raw`` (1, n_samples) over the data's query groups.
 
         NDCG takes the loss's ``label_gain`` where it has one (lambdarank), as LightGBM's
-        metric shares the objective's gains.
+        metric shares the objective's gains. ``sample_weight`` (per row) holds query
+        weights: the metric is the weighted mean over the queries (``query_weights``).
         """
         if group_offsets is None:
             raise ValueError(f"eval_metric {self.name!r} needs query groups{where}: give "
                              "every evaluated data set its groups (group= or qid=)")
-        if self.fn is ndcg_at_k:
-            return float(ndcg_at_k(y, raw[0], group_offsets, self.k,
-                                   getattr(loss, "label_gain", None)))
-        return float(self.fn(y, raw[0], group_offsets, self.k))
+        if sample_weight is not None and np.all(sample_weight == 1.0):
+            sample_weight = None  # unweighted: the plain mean
+        try:
+            if self.fn is ndcg_at_k:
+                return float(ndcg_at_k(y, raw[0], group_offsets, self.k,
+                                       getattr(loss, "label_gain", None),
+                                       sample_weight=sample_weight))
+            return float(self.fn(y, raw[0], group_offsets, self.k,
+                                 sample_weight=sample_weight))
+        except ValueError as exc:
+            if where and "sample_weight" in str(exc):
+                raise ValueError(f"eval_metric {self.name!r}{where}: {exc}") from None
+            raise
 
 
 #: the metrics over query groups, named "<prefix>@k" for a cut-off k >= 1
@@ -476,6 +569,9 @@ METRICS = {
     "mae": _BuiltinMetric("mae", _mae, higher_is_better=False),
     "error": _BuiltinMetric("error", _error, higher_is_better=False),
     "auc": _BuiltinMetric("auc", _auc, higher_is_better=True),
+    # survival (signed times; _survival_metrics): Harrell's C and Breslow's partial likelihood
+    "cindex": _BuiltinMetric("cindex", cindex_metric, higher_is_better=True),
+    "cox-nloglik": _BuiltinMetric("cox-nloglik", cox_nloglik_metric, higher_is_better=False),
 }
 #: every name ``eval_metric`` accepts: "loss", ``METRICS`` and the ranking families
 METRIC_NAMES = MetricNames(("loss", *METRICS))
@@ -487,6 +583,7 @@ METRIC_NAMES = MetricNames(("loss", *METRICS))
 #: ranking metrics need query groups
 METRIC_TASKS = {"rmse": ("regression", "binary"), "mae": ("regression", "binary"),
                 "error": ("binary", "multiclass"), "auc": ("binary",),
+                "cindex": ("survival",), "cox-nloglik": ("survival",),
                 **{f"{prefix}@k": ("ranking",) for prefix in RANKING_METRICS}}
 
 
@@ -544,7 +641,7 @@ def check_metric(spec, task: str) -> None:
     spec : str, Metric, list or None
         The ``eval_metric`` parameter (None or "loss": the training loss, always
         fits; user metrics are not checked).
-    task : {"regression", "binary", "multiclass", "ranking"}
+    task : {"regression", "binary", "multiclass", "ranking", "survival"}
         What the estimator fits.
     """
     for name in _as_list(spec):
@@ -563,9 +660,11 @@ def check_metric(spec, task: str) -> None:
 
 def loss_task(loss) -> str:
     """What ``loss`` fits, as ``check_metric``'s ``task``: "regression", "binary",
-    "multiclass" or "ranking"."""
+    "multiclass", "ranking" or "survival"."""
     if loss.needs_group:
         return "ranking"
+    if getattr(loss, "is_survival", False):  # signed survival times (loss="cox")
+        return "survival"
     if loss.is_classification:
         return "binary" if loss.n_outputs == 1 else "multiclass"
     return "regression"

@@ -506,6 +506,25 @@ def _query_sizes(group, qid, n: int, what: str) -> np.ndarray:
     return np.diff(offsets)
 
 
+def _row_query_weights(sample_weight, sizes, name: str, drop: bool = True):
+    """Query weights given per query or per row, as row weights; the kept query sizes.
+
+    ``metrics.query_weights`` checks them (one per query, or per row and the same on
+    every row of a query; ``ValueError`` naming ``name`` otherwise). With ``drop`` the
+    queries of weight 0 leave ``sizes``: ``fit`` drops rows of weight 0 before binning,
+    so such a query is as if absent.
+    """
+    if sample_weight is None:
+        return None, sizes
+    from .metrics import query_weights
+
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    weights = query_weights(sample_weight, offsets, name)
+    if not np.any(weights > 0):
+        raise ValueError(f"{name} is 0 on every query")
+    return np.repeat(weights, sizes), sizes[weights > 0] if drop else sizes
+
+
 @_estimator_io.register
 class TreeBoostRanker(_TreeBoostBase):
     _scope = "ranker"
@@ -513,8 +532,8 @@ class TreeBoostRanker(_TreeBoostBase):
     __init__ = _params.make_init("ranker")
 
     def fit(self, X, y, *, group=None, qid=None, sample_weight=None, init_score=None,
-            eval_set=None, eval_group=None, eval_qid=None, eval_init_score=None,
-            init_model=None, callbacks=None):
+            eval_set=None, eval_group=None, eval_qid=None, eval_sample_weight=None,
+            eval_init_score=None, init_model=None, callbacks=None):
         """Fit the ranking model on documents grouped into queries.
 
         Parameters
@@ -529,9 +548,15 @@ class TreeBoostRanker(_TreeBoostBase):
         qid : array-like of shape (n_samples,), default=None
             Query id of every row (XGBoost's ``qid``), each query's rows
             contiguous. One of ``group`` and ``qid`` is required.
-        sample_weight : None
-            Not supported yet by the ranking losses: anything but None or all ones
-            is refused.
+        sample_weight : array-like of shape (n_groups,) or (n_samples,), default=None
+            Query weights (XGBoost's ``XGBRanker`` meaning): one per query, or one per
+            row with the same value on every row of a query (LightGBM's row weights
+            where they are constant within each query); anything else is refused. Each
+            query's gradients and hessians are multiplied by its weight normalised to
+            mean 1 over the queries of positive weight (as XGBoost), so doubling all
+            weights changes no bit of the model (other common factors an ulp of the
+            normalised weights at most); a query of weight 0 is dropped, as if absent.
+            The training metrics are weighted means over the queries.
         init_score : array-like of shape (n_samples,), default=None
             Per-row raw scores training starts from (see ``TreeBoostRegressor.fit``).
         eval_set : list of (X, y) pairs, default=None
@@ -539,6 +564,9 @@ class TreeBoostRanker(_TreeBoostBase):
             monitored by early stopping. Each needs its groups.
         eval_group, eval_qid : list of array-like, default=None
             The query sizes, or per-row query ids, of each ``eval_set`` pair.
+        eval_sample_weight : list of array-like or None, default=None
+            Query weights of each ``eval_set`` pair, as ``sample_weight`` (one per
+            query or per row); its metrics are then weighted means over its queries.
         eval_init_score : list of array-like or None, default=None
             Per-row raw scores of the ``eval_set`` pairs.
         init_model : TreeBoostRanker, str or path-like, default=None
@@ -559,12 +587,20 @@ class TreeBoostRanker(_TreeBoostBase):
         """
         callbacks = self._check_fit_params(callbacks)
         sizes = _query_sizes(group, qid, _num_samples(X), "group/qid")
-        if sample_weight is not None and np.any(np.asarray(sample_weight) != 1.0):
-            raise ValueError("sample_weight: TreeBoostRanker does not take row weights yet "
-                             "(the ranking losses weigh every query alike)")
         eval_groups = self._eval_groups(eval_set, eval_group, eval_qid)
-        return self._fit_new(X, y, None, eval_set, None, init_model, callbacks, init_score,
-                             eval_init_score, groups=(sizes, eval_groups))
+        sample_weight, sizes = _row_query_weights(sample_weight, sizes, "sample_weight")
+        if eval_sample_weight is not None:
+            if eval_set is None or len(eval_sample_weight) != len(eval_set):
+                raise ValueError("eval_sample_weight must have one entry (array or None) "
+                                 "per eval_set pair")
+            eval_sample_weight = [
+                None if w is None else _row_query_weights(w, g, f"eval_sample_weight[{i}]",
+                                                          drop=False)[0]
+                for i, (w, g) in enumerate(zip(eval_sample_weight, eval_groups,
+                                               strict=True))]
+        return self._fit_new(X, y, sample_weight, eval_set, eval_sample_weight, init_model,
+                             callbacks, init_score, eval_init_score,
+                             groups=(sizes, eval_groups))
 
     @staticmethod
     def _eval_groups(eval_set, eval_group, eval_qid):
@@ -673,7 +709,7 @@ class TreeBoostRanker(_TreeBoostBase):
         for raw in self._staged_raw_predict(X):
             yield raw[:, 0]
 
-    def score(self, X, y, *, group=None, qid=None, k: int = 10):
+    def score(self, X, y, *, group=None, qid=None, k: int = 10, sample_weight=None):
         """Mean NDCG@k of the predicted ranking over the queries of ``X``.
 
         Parameters
@@ -686,6 +722,8 @@ class TreeBoostRanker(_TreeBoostBase):
             The queries, as for ``fit`` (one is required).
         k : int, default=10
             Cut-off.
+        sample_weight : array-like of shape (n_groups,) or (n_samples,), default=None
+            Query weights, as for ``fit``: the weighted mean NDCG@k over the queries.
 
         Returns
         -------
@@ -696,7 +734,8 @@ class TreeBoostRanker(_TreeBoostBase):
         scores = self.predict(X)
         sizes = _query_sizes(group, qid, scores.shape[0], "group/qid")
         return ndcg_at_k(self._encode_eval_target(y), scores,
-                         np.concatenate(([0], np.cumsum(sizes))), k)
+                         np.concatenate(([0], np.cumsum(sizes))), k,
+                         sample_weight=sample_weight)
 
 
 _ATTRIBUTES = """

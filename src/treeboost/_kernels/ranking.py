@@ -5,6 +5,10 @@ descending score (lambdarank), ``order`` lists them so (ties in the data's order
 computed for all queries at once by the caller, so the kernels sort nothing. Queries
 are independent and each writes only its own rows: the result does not depend on the
 number of threads.
+
+Every kernel takes ``query_weight`` (float64, one per query): each query's gradients and
+hessians are multiplied by it as the last step before rounding to float32 (a weight of
+1.0 changes no bit; ``losses.ranking`` passes ones without weights).
 """
 
 import math
@@ -69,7 +73,8 @@ def _sort_by_score(score, order, tmp, start, stop):
 
 @parallel_kernel
 def grad_hess_lambdarank(gain, score, offsets, order, tmp, discount, inverse_max_dcg,
-                         truncation_level, sigma, norm, lambdas, weights, gradient, hessian):
+                         truncation_level, sigma, norm, query_weight, lambdas, weights,
+                         gradient, hessian):
     """LambdaRank's gradients and hessians (LightGBM's ``lambdarank`` objective).
 
     Every pair of documents with different labels of which at least one is ranked in
@@ -79,7 +84,8 @@ def grad_hess_lambdarank(gain, score, offsets, order, tmp, discount, inverse_max
     is the change of the query's NDCG at ``truncation_level`` if the two swapped places
     (divided by ``0.01 + |s_high - s_low|`` with ``norm``, unless all the query's scores
     are equal). With ``norm`` a query's gradients and hessians are then scaled by
-    ``log2(1 + S) / S``, S the sum of its pairs' |lambda| times two.
+    ``log2(1 + S) / S``, S the sum of its pairs' |lambda| times two; then by the
+    query's weight.
     """
     # gain: float64 (n,), label_gain of each row's label       # IN
     # score: float64 (n,), raw scores                          # IN
@@ -88,6 +94,7 @@ def grad_hess_lambdarank(gain, score, offsets, order, tmp, discount, inverse_max
     # discount: float64 (>= largest query,), 1 / log2(2 + rank)     # IN
     # inverse_max_dcg: float64 (n_queries,), 1 / ideal DCG@truncation (0 if none) # IN
     # truncation_level: int64; sigma: float64; norm: bool
+    # query_weight: float64 (n_queries,)                       # IN
     # lambdas, weights: float64 (n,), sums before rounding to float32  # scratch
     # gradient, hessian: float32 (n,)                          # OUT
     n_queries = offsets.shape[0] - 1
@@ -132,9 +139,10 @@ def grad_hess_lambdarank(gain, score, offsets, order, tmp, discount, inverse_max
         factor = 1.0
         if norm and lam_sum > 0.0:
             factor = math.log2(1.0 + lam_sum) / lam_sum
+        w = query_weight[q]
         for i in range(start, stop):
-            gradient[i] = lambdas[i] * factor
-            hessian[i] = weights[i] * factor
+            gradient[i] = lambdas[i] * factor * w
+            hessian[i] = weights[i] * factor * w
 
 
 #: LightGBM's kEpsilon, the floor of rank_xendcg's sum of ground-truth weights
@@ -154,8 +162,8 @@ def _one_minus(rho):
 
 
 @parallel_kernel
-def grad_hess_rank_xendcg(exp2_label, uniform, score, offsets, rho, phi, lambdas,
-                          gradient, hessian):
+def grad_hess_rank_xendcg(exp2_label, uniform, score, offsets, query_weight, rho, phi,
+                          lambdas, gradient, hessian):
     """XE-NDCG's gradients and hessians (LightGBM's ``rank_xendcg`` objective).
 
     Per query of more than one document: ``rho = softmax(scores)``, ground-truth weights
@@ -163,12 +171,14 @@ def grad_hess_rank_xendcg(exp2_label, uniform, score, offsets, rho, phi, lambdas
     approximation of the cross entropy between ``phi / sum(phi)`` and ``rho`` (Bruch et
     al. 2019): ``t_i = rho_i - phi_i / max(eps, sum(phi))``, then twice
     ``t_i <- rho_i * (sum_j p_j - p_i)`` with ``p_i = t_i / (1 - rho_i)``, the three
-    ``t`` summed; the hessian is ``rho_i * (1 - rho_i)``. One-document queries get 0.
+    ``t`` summed; the hessian is ``rho_i * (1 - rho_i)``; both times the query's weight.
+    One-document queries get 0.
     """
     # exp2_label: float64 (n,), 2**label of each row           # IN
     # uniform: float64 (n,), this stage's Uniform[0, 1) draws   # IN
     # score: float64 (n,), raw scores                          # IN
     # offsets: int64 (n_queries + 1,)                          # IN
+    # query_weight: float64 (n_queries,)                       # IN
     # rho, phi, lambdas: float64 (n,)                          # scratch
     # gradient, hessian: float32 (n,)                          # OUT
     n_queries = offsets.shape[0] - 1
@@ -207,24 +217,28 @@ def grad_hess_rank_xendcg(exp2_label, uniform, score, offsets, rho, phi, lambdas
             lambdas[i] += t
             phi[i] = t / _one_minus(rho[i])
             l2 += phi[i]
+        w = query_weight[q]
         for i in range(start, stop):
-            gradient[i] = lambdas[i] + rho[i] * (l2 - phi[i])
-            hessian[i] = rho[i] * (1.0 - rho[i])
+            gradient[i] = (lambdas[i] + rho[i] * (l2 - phi[i])) * w
+            hessian[i] = rho[i] * (1.0 - rho[i]) * w
 
 
 @parallel_kernel
-def grad_hess_pairwise(label, score, offsets, sigma, lambdas, weights, gradient, hessian):
+def grad_hess_pairwise(label, score, offsets, sigma, query_weight, lambdas, weights, gradient,
+                       hessian):
     """RankNet's gradients and hessians over every pair of a query with different labels.
 
     A pair with ``label_i > label_j`` adds ``-sigma * p`` to the gradient of i and
     ``+sigma * p`` to that of j, ``p = 1 / (1 + exp(sigma * (s_i - s_j)))``, and
     ``sigma**2 * p * (1 - p)`` to both hessians; no NDCG weighting, no truncation, no
-    normalisation. Queries of one document or of equal labels get 0.
+    normalisation; then both times the query's weight. Queries of one document or of
+    equal labels get 0.
     """
     # label: float64 (n,), relevance labels                    # IN
     # score: float64 (n,), raw scores                          # IN
     # offsets: int64 (n_queries + 1,)                          # IN
     # sigma: float64
+    # query_weight: float64 (n_queries,)                       # IN
     # lambdas, weights: float64 (n,), sums before rounding to float32  # scratch
     # gradient, hessian: float32 (n,)                          # OUT
     n_queries = offsets.shape[0] - 1
@@ -249,6 +263,7 @@ def grad_hess_pairwise(label, score, offsets, sigma, lambdas, weights, gradient,
                 lambdas[low] += p_lambda
                 weights[high] += p_hessian
                 weights[low] += p_hessian
+        w = query_weight[q]
         for i in range(start, stop):
-            gradient[i] = lambdas[i]
-            hessian[i] = weights[i]
+            gradient[i] = lambdas[i] * w
+            hessian[i] = weights[i] * w

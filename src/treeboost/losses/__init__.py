@@ -3,9 +3,11 @@
 Every loss name the library accepts (``loss="..."`` of the estimators, the
 ``"name"`` of a saved model's loss) is an entry of ``_REGISTRY``: the
 built-in losses are registered below exactly as a user loss is, with
-``register_loss``. ``REGRESSION_LOSSES`` and ``CLASSIFICATION_LOSSES`` are
-live views of it, never copies, so a registered loss is at once a valid
-``loss=`` of the estimator of its task.
+``register_loss``. ``REGRESSION_LOSSES``, ``CLASSIFICATION_LOSSES``, ``RANKING_LOSSES``
+and ``SURVIVAL_LOSSES`` are live views of it, never copies, so a registered loss is at
+once a valid ``loss=`` of the estimator of its task. A survival loss (``cox``) is also
+registered for "regression": its labels are one column of signed times, so ``train()``
+and the regressor take it as XGBoost's ``survival:cox``.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from .classification import BinaryLogLoss, ExponentialLoss, SoftmaxLogLoss
 from .formula import Formula
 from .ranking import LambdaRank, Pairwise, RankXENDCG
 from .regression import AbsoluteError, Gamma, Huber, Poisson, Quantile, SquaredError, Tweedie
+from .survival import Cox
 
 #: the tasks a loss may be registered for
-TASKS = ("regression", "classification", "ranking")
+TASKS = ("regression", "classification", "ranking", "survival")
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def register_loss(name: str, factory, *, task, params=()) -> None:
         ``treeboost.losses.Loss``), and its ``is_classification`` must suit
         ``task``.
     task : str or tuple of str
-        ``"regression"``, ``"classification"`` or ``"ranking"``, or several.
+        ``"regression"``, ``"classification"``, ``"ranking"`` or ``"survival"``, or several.
     params : tuple of str, default=()
         The parameters the loss accepts (e.g. ``("alpha",)``); ``get_loss``
         passes these and drops the others it is given (the estimators pass
@@ -175,7 +178,7 @@ def available_losses(task: str | None = None) -> list[str]:
     Parameters
     ----------
     task : str, default=None
-        ``"regression"``, ``"classification"`` or ``"ranking"``: only the
+        ``"regression"``, ``"classification"``, ``"ranking"`` or ``"survival"``: only the
         losses of that task; None: every loss.
 
     Returns
@@ -218,6 +221,7 @@ class LossNames(Sequence):
 REGRESSION_LOSSES = LossNames("regression")
 CLASSIFICATION_LOSSES = LossNames("classification")
 RANKING_LOSSES = LossNames("ranking")
+SURVIVAL_LOSSES = LossNames("survival")
 
 
 def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
@@ -282,10 +286,12 @@ _register("lambdarank", LambdaRank, task="ranking", builtin=True,
           params=("lambdarank_truncation_level", "lambdarank_norm", "sigmoid", "label_gain"))
 _register("rank_xendcg", RankXENDCG, task="ranking", builtin=True)
 _register("pairwise", Pairwise, task="ranking", params=("sigmoid",), builtin=True)
+_register("cox", Cox, task=("regression", "survival"), builtin=True)
 del _cls, _params
 
 __all__ = ["Loss", "LEAF_LINE_SEARCHES", "TASKS", "available_losses", "get_loss",
            "register_loss", "unregister_loss", "loss_tasks", "newton_leaf_value",
            "weighted_quantile", "REGRESSION_LOSSES", "CLASSIFICATION_LOSSES", "RANKING_LOSSES",
+           "SURVIVAL_LOSSES", "Cox",
            "SquaredError", "AbsoluteError", "Huber", "Quantile", "Poisson", "Gamma", "Tweedie",
            "BinaryLogLoss", "ExponentialLoss", "SoftmaxLogLoss", "Formula"]

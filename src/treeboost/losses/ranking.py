@@ -9,6 +9,15 @@ once a fit, and one parallel kernel over queries a stage (``_kernels.ranking``):
 - ``rank_xendcg`` (``RankXENDCGContext``): LightGBM's ``rank_xendcg``, whose ground
   truth is perturbed by uniform noise drawn afresh every stage;
 - ``pairwise`` (``PairwiseContext``): RankNet over every pair of different labels.
+
+Weights (issue 37) are query weights, XGBoost's convention: one weight per query, given
+per row and the same on every row of a query (``metrics.query_weights``). Each query's
+gradients and hessians are multiplied by its weight, normalised to mean 1 over the queries
+of positive weight (XGBoost >= 2.0 normalises to mean 1 over the groups; LightGBM
+multiplies by its row weights as given). So doubling every weight (any power of two)
+changes no bit of a model, another common factor changes the query factors by an ulp of
+float64 at most, equal weights are no weights, and a query of weight 0 contributes nothing
+(the Dataset and the ranker drop its rows before binning: it is as if absent).
 """
 
 from __future__ import annotations
@@ -23,7 +32,13 @@ from .._kernels.ranking import (
     grad_hess_pairwise,
     grad_hess_rank_xendcg,
 )
-from ..metrics import check_relevance_labels, ideal_dcg, label_gains, query_layout
+from ..metrics import (
+    check_relevance_labels,
+    ideal_dcg,
+    label_gains,
+    query_layout,
+    query_weights,
+)
 from .base import Loss
 
 
@@ -33,6 +48,53 @@ def _check_sigma(sigma, name: str) -> float:
             and sigma > 0):
         raise ValueError(f"{name}={sigma!r} must be a finite number > 0")
     return float(sigma)
+
+
+def normalised_query_weights(sample_weight, group_offsets):
+    """Each query's gradient factor: its weight over the mean weight of the positive ones.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,) or (n_queries,), or None
+        Query weights, per row (the same on every row of a query) or per query.
+    group_offsets : array-like of int
+        Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_queries,) or None
+        ``w_q * n_pos / sum(w)``, ``n_pos`` the number of queries of weight > 0; None
+        (no weighting) when every query of positive weight has the same weight, as
+        after scaling.
+
+    Raises
+    ------
+    ValueError
+        From ``metrics.query_weights`` (naming ``sample_weight``), or if every weight
+        is 0.
+    """
+    w = query_weights(sample_weight, group_offsets)
+    if w is None:
+        return None
+    positive = w[w > 0]
+    if positive.size == 0:
+        raise ValueError("sample_weight is 0 on every query")
+    if positive.size == w.size and np.all(w == w[0]):
+        return None
+    # the sum and count of the positive weights: scaling every weight by 2**j scales
+    # the sum exactly, so the factors keep every bit
+    return w * (positive.size / positive.sum())
+
+
+def _factors(query_weight, n_queries):
+    """``query_weight`` as contiguous float64 of ``n_queries``, or ones when None."""
+    if query_weight is None:
+        return np.ones(n_queries)
+    query_weight = np.ascontiguousarray(query_weight, dtype=np.float64).ravel()
+    if query_weight.size != n_queries:
+        raise ValueError(f"query_weight has {query_weight.size} values for {n_queries} "
+                         "queries")
+    return query_weight
 
 
 def _outputs(score, n_rows, gradient, hessian):
@@ -65,10 +127,13 @@ class LambdaRankContext:
         Normalise each query's lambdas (LightGBM's ``lambdarank_norm``).
     label_gain : array-like, default=None
         Gain of each label; None gives ``2**l - 1``.
+    query_weight : array-like of shape (n_queries,), default=None
+        Factor of each query's gradients and hessians (``normalised_query_weights``);
+        None for 1.
     """
 
     def __init__(self, y, group_offsets, truncation_level: int = 30, sigma: float = 1.0,
-                 norm: bool = True, label_gain=None):
+                 norm: bool = True, label_gain=None, query_weight=None):
         if isinstance(truncation_level, bool) or not isinstance(
                 truncation_level, (int, np.integer)) or truncation_level < 1:
             raise ValueError(f"lambdarank_truncation_level={truncation_level!r} must be an "
@@ -79,6 +144,7 @@ class LambdaRankContext:
         self.gain = label_gains(y, label_gain)
         best = ideal_dcg(self.gain, query, rank, n_queries, int(truncation_level))
         self.inverse_max_dcg = np.divide(1.0, best, out=np.zeros(n_queries), where=best > 0)
+        self.query_weight = _factors(query_weight, n_queries)
         self.truncation_level = int(truncation_level)
         self.sigma = sigma
         self.norm = bool(norm)
@@ -108,8 +174,8 @@ class LambdaRankContext:
         score, gradient, hessian = _outputs(score, self.gain.size, gradient, hessian)
         grad_hess_lambdarank(self.gain, score, self.offsets, self._order, self._tmp,
                              self.discount, self.inverse_max_dcg, self.truncation_level,
-                             self.sigma, self.norm, self._lambdas, self._weights, gradient,
-                             hessian)
+                             self.sigma, self.norm, self.query_weight, self._lambdas,
+                             self._weights, gradient, hessian)
         return gradient, hessian
 
 
@@ -122,12 +188,15 @@ class RankXENDCGContext:
         Relevance labels, whole numbers >= 0.
     group_offsets : array-like of int
         Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
+    query_weight : array-like of shape (n_queries,), default=None
+        Factor of each query's gradients and hessians; None for 1.
     """
 
-    def __init__(self, y, group_offsets):
-        y = query_layout(y, group_offsets)[0]
+    def __init__(self, y, group_offsets, query_weight=None):
+        y, _, _, n_queries = query_layout(y, group_offsets)
         check_relevance_labels(y)  # 2**label below: the default gains' bound
         self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
+        self.query_weight = _factors(query_weight, n_queries)
         # LightGBM's Phi takes 2**int(label): the labels are whole, so exp2 is exact
         self.exp2_label = np.exp2(y)
         self._rho = np.empty(y.size)
@@ -155,8 +224,9 @@ class RankXENDCGContext:
         uniform = np.ascontiguousarray(uniform, dtype=np.float64).ravel()
         if uniform.size != score.size:
             raise ValueError(f"uniform has {uniform.size} values, the labels {score.size}")
-        grad_hess_rank_xendcg(self.exp2_label, uniform, score, self.offsets, self._rho,
-                              self._phi, self._lambdas, gradient, hessian)
+        grad_hess_rank_xendcg(self.exp2_label, uniform, score, self.offsets,
+                              self.query_weight, self._rho, self._phi, self._lambdas,
+                              gradient, hessian)
         return gradient, hessian
 
 
@@ -171,13 +241,16 @@ class PairwiseContext:
         Query boundaries: query q is rows ``group_offsets[q]:group_offsets[q + 1]``.
     sigma : float, default=1.0
         Steepness of the pairwise sigmoid.
+    query_weight : array-like of shape (n_queries,), default=None
+        Factor of each query's gradients and hessians; None for 1.
     """
 
-    def __init__(self, y, group_offsets, sigma: float = 1.0):
+    def __init__(self, y, group_offsets, sigma: float = 1.0, query_weight=None):
         self.sigma = _check_sigma(sigma, "sigma")
-        y = query_layout(y, group_offsets)[0]
+        y, _, _, n_queries = query_layout(y, group_offsets)
         check_relevance_labels(y, gains=False)  # RankNet reads the labels' order only
         self.offsets = np.asarray(group_offsets, dtype=np.int64).ravel()
+        self.query_weight = _factors(query_weight, n_queries)
         # a copy: the Dataset's labels are read-only, a caller's are not, and the kernel
         # would compile once for each
         self.label = np.array(y, dtype=np.float64)
@@ -199,8 +272,8 @@ class PairwiseContext:
         gradient, hessian : ndarray of float32 of shape (n_samples,)
         """
         score, gradient, hessian = _outputs(score, self.label.size, gradient, hessian)
-        grad_hess_pairwise(self.label, score, self.offsets, self.sigma, self._lambdas,
-                           self._weights, gradient, hessian)
+        grad_hess_pairwise(self.label, score, self.offsets, self.sigma, self.query_weight,
+                           self._lambdas, self._weights, gradient, hessian)
         return gradient, hessian
 
 
@@ -231,11 +304,28 @@ class _RankingLoss(Loss):
         return np.zeros(1)
 
     def init_statistics(self, y, sample_weight):
-        """Nothing to sum: F0 is 0 (for training over a collective)."""
-        return np.zeros(1)
+        """F0 is 0; the sums tell whether the weights are all alike (over a collective).
+
+        ``[0, n, sum(w), sum(w**2), 1 if the member's weights differ else 0]`` of the
+        member's rows: summed over the members, ``init_from_statistics`` refuses weights
+        that differ (their normalisation to mean 1 would need every member's queries).
+        """
+        w = np.asarray(sample_weight, dtype=np.float64).ravel()
+        differ = float(w.size > 0 and not np.all(w == w[0]))
+        return np.array([0.0, float(w.size), float(w.sum()), float(np.dot(w, w)), differ])
 
     def init_from_statistics(self, stats):
-        """F0 = 0."""
+        """F0 = 0, or ``ValueError`` if the summed statistics show unequal weights."""
+        stats = np.asarray(stats, dtype=np.float64).ravel()
+        if stats.size >= 5:
+            n, total, squares, differ = stats[1:5]
+            # each member's weights alike: n * sum(w**2) == sum(w)**2 (up to rounding)
+            # when the members' weights are alike too
+            if differ > 0 or abs(n * squares - total * total) > 1e-12 * total * total:
+                raise ValueError(f"training over a collective does not support "
+                                 f"sample_weight with the ranking loss {self.name!r} yet: "
+                                 "query weights are normalised to mean 1 over every "
+                                 "member's queries")
         return np.zeros(1)
 
     def pointwise(self, y, raw):
@@ -243,19 +333,27 @@ class _RankingLoss(Loss):
         raise NotImplementedError(f"{self.name} has no per-row loss: evaluate it with "
                                   "treeboost.metrics.ndcg_at_k")
 
-    def _new_context(self, y, group_offsets):
+    def _new_context(self, y, group_offsets, query_weight):
         raise NotImplementedError
 
     def _context_of(self, y, sample_weight, group_offsets):
-        """The fit's context, built on the first stage of a fit."""
+        """The fit's context, built on the first stage of a fit.
+
+        ``sample_weight`` (per row) holds query weights: the same on every row of a
+        query, else ``ValueError`` (``normalised_query_weights``).
+        """
         if group_offsets is None:
             raise ValueError(f"{self.name} needs query groups: build the Dataset with "
                              "group= or qid=")
-        key = (id(group_offsets), id(y), y.size)
+        key = (id(group_offsets), id(y), y.size, id(sample_weight))
         if self._context_key != key:
-            if np.any(sample_weight != 1.0):
-                raise ValueError(f"{self.name} does not take sample_weight yet")
-            self._context = self._new_context(y, group_offsets)
+            weight = None
+            if sample_weight is not None and np.any(sample_weight != 1.0):
+                try:
+                    weight = normalised_query_weights(sample_weight, group_offsets)
+                except ValueError as exc:
+                    raise ValueError(f"loss {self.name!r}: {exc}") from None
+            self._context = self._new_context(y, group_offsets, weight)
             self._context_key = key
         return self._context
 
@@ -288,9 +386,10 @@ class LambdaRank(_RankingLoss):
         self.sigmoid = _check_sigma(sigmoid, "sigmoid")
         self.label_gain = None if label_gain is None else [float(v) for v in label_gain]
 
-    def _new_context(self, y, group_offsets):
+    def _new_context(self, y, group_offsets, query_weight):
         return LambdaRankContext(y, group_offsets, self.lambdarank_truncation_level,
-                                 self.sigmoid, self.lambdarank_norm, self.label_gain)
+                                 self.sigmoid, self.lambdarank_norm, self.label_gain,
+                                 query_weight)
 
     def get_params(self):
         """The four parameters above (saved in model files)."""
@@ -319,8 +418,8 @@ class RankXENDCG(_RankingLoss):
     name = "rank_xendcg"
     needs_rng = True
 
-    def _new_context(self, y, group_offsets):
-        return RankXENDCGContext(y, group_offsets)
+    def _new_context(self, y, group_offsets, query_weight):
+        return RankXENDCGContext(y, group_offsets, query_weight)
 
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None,
                          rng=None):
@@ -355,8 +454,8 @@ class Pairwise(_RankingLoss):
         super().__init__()
         self.sigma = _check_sigma(sigmoid, "sigmoid")
 
-    def _new_context(self, y, group_offsets):
-        return PairwiseContext(y, group_offsets, sigma=self.sigma)
+    def _new_context(self, y, group_offsets, query_weight):
+        return PairwiseContext(y, group_offsets, sigma=self.sigma, query_weight=query_weight)
 
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None):
         """RankNet's gradients and hessians of the rows (float32)."""
