@@ -135,7 +135,8 @@ def test_logger_prints_every_metric():
         _estimator("regression", n_estimators=3, verbose=1,
                    eval_metric=["rmse", make_metric(_rmse, higher_is_better=False)]).fit(
             X, y, eval_set=[(X, y)])
-    lines = out.getvalue().splitlines()
+    plan, *lines = out.getvalue().splitlines()
+    assert plan.startswith("execution plan: ")  # the fit's plan, logged first
     assert len(lines) == 3
     assert all("validation_0 rmse:" in line and "validation_0 _rmse:" in line
                for line in lines)

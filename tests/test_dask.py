@@ -210,16 +210,13 @@ def test_early_stopping_holds_out_a_seeded_fraction_of_the_rows(client):
 
 
 @pytest.mark.parametrize("sample_rows", [None, 700])
-def test_categorical_column_equals_local_training(client, monkeypatch, sample_rows):
+def test_categorical_column_equals_local_training(client, sample_rows):
     """A categorical column: its categories are counted over every row on the workers
     when the bins are fitted from a sample (sample_rows), so the common bins are those
     BinMapper.fit finds on all the rows, and the trees (category subsets included) are
     local training's."""
-    import treeboost.dask as tbd
     from treeboost.binning import BinMapper
 
-    if sample_rows is not None:
-        monkeypatch.setattr(tbd, "BIN_SAMPLE_ROWS", sample_rows)
     rng = np.random.default_rng(8)
     X, y = _data("regression", n=2000, seed=8)
     cat = rng.integers(0, 30, size=y.size).astype(float)
@@ -229,8 +226,10 @@ def test_categorical_column_equals_local_training(client, monkeypatch, sample_ro
     effect = rng.normal(scale=2.0, size=100)
     y = y + np.where(np.isnan(cat), 1.0, effect[np.nan_to_num(cat).astype(int)])
     params = dict(PARAMS, categorical_features=[5], colsample_bytree=1.0)
-    model = DaskTreeBoostRegressor(**params, client=client).fit(
-        _spread(client, X), da.from_array(y, chunks=500))
+    model = DaskTreeBoostRegressor(**params, client=client)
+    if sample_rows is not None:
+        model.bin_sample_rows = sample_rows  # the bins of a sample of the rows
+    model.fit(_spread(client, X), da.from_array(y, chunks=500))
     bins = model.booster_.bin_mapper
     expected = BinMapper(255, subsample=sample_rows or 200_000, random_state=3,
                          is_categorical=[False] * 5 + [True]).fit(X)

@@ -166,7 +166,8 @@ def test_verbose_prints_each_stage(clf_data):
     buf = io.StringIO()
     with redirect_stdout(buf):
         TreeBoostClassifier(n_estimators=4, verbose=1).fit(X, y, eval_set=[(X, y)])
-    lines = buf.getvalue().strip().splitlines()
+    plan, *lines = buf.getvalue().strip().splitlines()
+    assert plan.startswith("execution plan: ")  # the fit's plan, logged first
     assert len(lines) == 4
     assert lines[0].startswith("[1/4]")
     assert "training log_loss" in lines[0]

@@ -16,6 +16,7 @@ from treeboost import grower as grower_module
 from treeboost._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, NODE_DTYPE
 from treeboost._kernels.grower import _node_features
 from treeboost._kernels.records import NodeColumns
+from treeboost._plan import ExecutionPlan, make_plan
 from treeboost.binning import SparseBinned
 from treeboost.grower import GrowerParams, TreeGrower, grow_data_parallel
 
@@ -40,16 +41,27 @@ def random_data(n_samples=4000, n_features=4, seed=0, missing=0.05):
     return np.ascontiguousarray(X.T), gradient, hessian
 
 
+def parallel_from(partition_rows=0, histogram_updates=0, n_threads=2):
+    """A plan whose nodes take the parallel partition from ``partition_rows`` rows and the
+    parallel histograms from ``histogram_updates`` row x feature updates, and whose trees
+    are lean only below both (``lean_tree_updates``): small data on the parallel paths."""
+    return ExecutionPlan(n_threads=n_threads, serial_partition_rows=partition_rows,
+                         serial_histogram_updates=histogram_updates,
+                         lean_tree_updates=histogram_updates)
+
+
 def grow(X, gradient, hessian, rows=None, features=None, all_rows=False, is_categorical=None,
-         **params):
+         plan=None, **params):
     """Grow one tree on feature-major X (255 value bins per feature, numerical unless
-    ``is_categorical`` says otherwise); return (GrownTree, reordered sample_indices)."""
+    ``is_categorical`` says otherwise), under ``plan`` (by default the thread count's);
+    return (GrownTree, reordered sample_indices)."""
     n_features, n_samples = X.shape
     rows = np.arange(n_samples) if rows is None else rows
     features = np.arange(n_features) if features is None else features
     is_categorical = np.zeros(n_features) if is_categorical is None else is_categorical
     grower = TreeGrower(X, np.full(n_features, N_BINS_NON_MISSING, dtype=NODE_DTYPE),
-                        np.asarray(is_categorical, dtype=np.uint8), GrowerParams(**params))
+                        np.asarray(is_categorical, dtype=np.uint8), GrowerParams(**params),
+                        plan=plan)
     sample_indices = rows.astype(INDEX_DTYPE)
     tree = grower.grow(gradient, hessian, sample_indices, features.astype(NODE_DTYPE),
                        all_rows=all_rows)
@@ -159,15 +171,14 @@ def test_all_rows_shortcut_gives_the_same_tree():
     assert_array_equal(idx_a, idx_b)
 
 
-def test_serial_and_parallel_kernels_grow_the_same_tree(monkeypatch):
+def test_serial_and_parallel_kernels_grow_the_same_tree():
     """Small nodes use the serial histogram/partition kernels, large ones the parallel."""
     X, g, h = random_data(seed=12)
     rows = np.arange(1, X.shape[1])  # not all rows: the root histogram uses indices too
     trees = []
     for limit in (0, 10**9):  # every node parallel, then every node serial
-        monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", limit)
-        monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", limit)
-        trees.append(grow(X, g, h, rows=rows, max_leaf_nodes=16, min_samples_leaf=5))
+        trees.append(grow(X, g, h, rows=rows, max_leaf_nodes=16, min_samples_leaf=5,
+                          plan=parallel_from(limit, limit)))
     (a, idx_a), (b, idx_b) = trees
     for name in ("feature", "bin_threshold", "missing_left", "is_categorical", "cat_bitset",
                  "left", "count", "gain", "sum_g", "sum_h"):
@@ -177,19 +188,18 @@ def test_serial_and_parallel_kernels_grow_the_same_tree(monkeypatch):
     assert a.leaf_nodes.size == 16
 
 
-def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels(monkeypatch):
+def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels():
     """grow_tree's lean specialisation (``general=None``) has no parallel node kernels
-    and no categorical scan: it may be chosen only where no node would use them."""
-    monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", 1000)
-    monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 3000)
-    monkeypatch.setattr(grower_module.numba, "get_num_threads", lambda: 2)
+    and no categorical scan: it may be chosen only where no node would use them, or
+    where their nodes stay below the plan's ``lean_tree_updates`` (built serially)."""
     X, g, h = random_data(n_samples=2000, n_features=4)
+    limits = parallel_from(1000, 3000)
 
-    def general(n_rows, n_used, all_rows, categorical=False):
+    def general(n_rows, n_used, all_rows, categorical=False, plan=limits):
         is_cat = np.zeros(4, dtype=np.uint8)
         is_cat[1] = categorical
         grower = TreeGrower(X, np.full(4, N_BINS_NON_MISSING, dtype=NODE_DTYPE), is_cat,
-                            GrowerParams())
+                            GrowerParams(), plan=plan)
         args = grower.kernel_arguments(g, h, np.arange(n_rows, dtype=INDEX_DTYPE),
                                        np.arange(n_used, dtype=NODE_DTYPE), all_rows)
         return args[11]
@@ -201,8 +211,14 @@ def test_lean_kernel_only_where_no_node_reaches_the_parallel_kernels(monkeypatch
     assert general(999, 2, False) is None
     assert general(1000, 1, True) is True  # the root reaches the parallel partition
     assert general(999, 4, True, categorical=True) is True
-    monkeypatch.setattr(grower_module.numba, "get_num_threads", lambda: 1)
-    assert general(1999, 4, False) is None  # one thread: every node serial
+    # lean up to lean_tree_updates, above the histograms' threshold: 999 x 4 < 6000
+    lean_to_6000 = ExecutionPlan(n_threads=2, serial_partition_rows=1000,
+                                 serial_histogram_updates=3000, lean_tree_updates=6000)
+    assert general(999, 4, False, plan=lean_to_6000) is None
+    assert general(999, 7, False, plan=lean_to_6000) is True  # 6993 >= 6000
+    assert general(1000, 1, True, plan=lean_to_6000) is True  # the parallel partition
+    # one thread: every node serial
+    assert general(1999, 4, False, plan=make_plan(2000, n_threads=1)) is None
 
 
 def test_only_listed_features_are_used():
@@ -652,26 +668,26 @@ def test_members_at_different_nodes_are_stopped():
 
 
 @pytest.mark.parametrize("all_rows", [True, False])
-def test_unit_hessians_grow_the_tree_of_the_scaled_hessians(all_rows, monkeypatch):
+def test_unit_hessians_grow_the_tree_of_the_scaled_hessians(all_rows):
     """Every hessian 1.0: the kernel gets hessian=None (two-float histograms). With
     lambda 0, (2g, 2h) has the same leaves -G/H and twice the gains, so the tree of
     the all-2.0 hessians (three-float histograms) has the same splits and rows."""
-    monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", 500)
-    monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 2000)
+    plan = parallel_from(500, 2000)
     X, g, _ = random_data(n_samples=6000, seed=11)
     rows = (np.arange(6000) if all_rows
             else np.flatnonzero(np.random.default_rng(2).random(6000) < 0.7))
     ones = np.ones_like(g)
     grower = TreeGrower(X, np.full(4, N_BINS_NON_MISSING, dtype=NODE_DTYPE),
-                        np.zeros(4, dtype=np.uint8), GrowerParams())
+                        np.zeros(4, dtype=np.uint8), GrowerParams(), plan=plan)
     features = np.arange(4, dtype=NODE_DTYPE)
     assert grower.kernel_arguments(g, ones, rows.astype(INDEX_DTYPE), features,
                                    all_rows)[2] is None
     assert grower.kernel_arguments(g, 2 * ones, rows.astype(INDEX_DTYPE), features,
                                    all_rows)[2] is not None
     params = dict(max_leaf_nodes=20, min_samples_leaf=5, reg_lambda=0.0, min_child_weight=1e-3)
-    unit, idx_unit = grow(X, g, ones, rows=rows, all_rows=all_rows, **params)
-    scaled, idx_scaled = grow(X, 2 * g, 2 * ones, rows=rows, all_rows=all_rows, **params)
+    unit, idx_unit = grow(X, g, ones, rows=rows, all_rows=all_rows, plan=plan, **params)
+    scaled, idx_scaled = grow(X, 2 * g, 2 * ones, rows=rows, all_rows=all_rows, plan=plan,
+                              **params)
     for name in ("feature", "bin_threshold", "missing_left", "left", "right", "count"):
         assert_array_equal(getattr(unit, name), getattr(scaled, name))
     assert_array_equal(idx_unit, idx_scaled)
@@ -681,24 +697,21 @@ def test_unit_hessians_grow_the_tree_of_the_scaled_hessians(all_rows, monkeypatc
 
 
 @pytest.mark.parametrize("parallel", [True, False])
-def test_kept_root_counts_grow_the_trees_of_a_full_root_pass(parallel, monkeypatch):
+def test_kept_root_counts_grow_the_trees_of_a_full_root_pass(parallel):
     """Unit hessians over every row: the grower counts each bin's rows once and each
     tree's root adds only the gradients. The counts are the bins' row counts, and
     tree after tree (other gradients, other feature subsets) the trees are those of
     a grower that builds the whole root histogram every time, bit for bit."""
-    if parallel:
-        monkeypatch.setattr(grower_module, "_SERIAL_PARTITION_ROWS", 500)
-        monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 2000)
-    else:
-        monkeypatch.setattr(grower_module, "_SERIAL_HISTOGRAM_UPDATES", 10**9)
+    plan = parallel_from(500, 2000) if parallel else make_plan(
+        6000, overrides={"serial_histogram_updates": 10**9})
     X, _, _ = random_data(n_samples=6000, n_features=5, seed=12, missing=0.1)
     n_bins = np.array([255, 255, 40, 255, 7], dtype=NODE_DTYPE)
     X[2] = np.where(X[2] == MISSING_BIN, MISSING_BIN, X[2] % 40)
     X[4] = np.where(X[4] == MISSING_BIN, MISSING_BIN, X[4] % 7)
     params = GrowerParams(max_leaf_nodes=16, min_samples_leaf=5, reg_lambda=0.0,
                           min_child_weight=1e-3)
-    kept = TreeGrower(X, n_bins, np.zeros(5, dtype=np.uint8), params)
-    full = TreeGrower(X, n_bins, np.zeros(5, dtype=np.uint8), params)
+    kept = TreeGrower(X, n_bins, np.zeros(5, dtype=np.uint8), params, plan=plan)
+    full = TreeGrower(X, n_bins, np.zeros(5, dtype=np.uint8), params, plan=plan)
     full._count_root_rows = lambda sample_indices: None  # counts never kept
     rng = np.random.default_rng(3)
     ones = np.ones(6000, dtype=G_H_DTYPE)

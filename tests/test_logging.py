@@ -67,7 +67,8 @@ def test_a_handler_on_the_treeboost_logger_takes_the_lines_and_stdout_stays_empt
     with configured(handler=Records()) as handler:
         TreeBoostClassifier(n_estimators=3, verbose=1, **SMALL).fit(X, y, eval_set=[(X, y)])
     assert capsys.readouterr().out == ""
-    messages = [r.getMessage() for r in handler.records]
+    plan, *messages = [r.getMessage() for r in handler.records]
+    assert plan.startswith("execution plan: ")  # the fit's plan, logged first
     assert [m.split("]")[0] for m in messages] == ["[1/3", "[2/3", "[3/3"]
     assert all("training log_loss:" in m and "validation_0 log_loss:" in m for m in messages)
     assert {(r.name, r.levelno) for r in handler.records} == {("treeboost", logging.INFO)}
@@ -80,7 +81,8 @@ def test_without_logging_configured_the_lines_print_to_stdout_as_before(data, ca
     # configured logging)
     assert not logging_configured()
     TreeBoostClassifier(n_estimators=4, verbose=2, **SMALL).fit(X, y)
-    lines = capsys.readouterr().out.splitlines()
+    plan, *lines = capsys.readouterr().out.splitlines()
+    assert plan.startswith("execution plan: ")
     assert len(lines) == 2  # every 2nd stage
     assert lines[0].startswith("[2/4]  training log_loss: ")
     assert lines[1].startswith("[4/4]  training log_loss: ")
@@ -92,7 +94,7 @@ def test_a_root_handler_that_lets_info_through_takes_the_lines(data, capsys, cap
     TreeBoostRegressor(n_estimators=2, verbose=1, **SMALL).fit(X, y.astype(float))
     assert capsys.readouterr().out == ""
     assert [r.getMessage()[:5] for r in caplog.records if r.name == "treeboost"] == \
-        ["[1/2]", "[2/2]"]
+        ["execu", "[1/2]", "[2/2]"]  # the fit's plan first
 
 
 def test_the_treeboost_logger_level_silences_the_lines(data, capsys):
@@ -109,7 +111,7 @@ def test_train_function_logs_through_the_logger_too(data, capsys):
         train({"loss": "log_loss", "n_estimators": 2, "verbose": 1},
               Dataset(X, label=y.astype(float)))
     assert capsys.readouterr().out == ""
-    assert len(handler.records) == 2
+    assert len(handler.records) == 3  # the plan, then the two stages
 
 
 def test_an_explicit_stream_wins_over_logging():

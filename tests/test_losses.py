@@ -17,7 +17,6 @@ from numpy.testing import assert_allclose
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import softmax
 
-import treeboost.losses.classification as classification
 from treeboost import TreeBoostClassifier, TreeBoostRegressor
 from treeboost._kernels.losses import _SOFTMAX_BLOCK, softmax_shift
 from treeboost.binning import BinMapper
@@ -160,8 +159,9 @@ def test_softmax_shift_is_numpys(n_threads):
     assert np.isnan(out[:, 9]).all()
 
 
-def test_softmax_gradients_the_same_either_path(monkeypatch):
-    # many scores go through the parallel shift, few through NumPy: the same bits
+def test_softmax_gradients_the_same_either_path():
+    # many scores go through the parallel shift, few through NumPy: the same bits (the
+    # fit's plan sets the loss's parallel_shift_scores, Booster.fit)
     loss = get_loss("log_loss", n_classes=4)
     rng = np.random.default_rng(5)
     y = make_target(loss, 3000, rng)
@@ -169,7 +169,7 @@ def test_softmax_gradients_the_same_either_path(monkeypatch):
     w = rng.uniform(0.5, 2.0, 3000)
     out = []
     for limit in (0, 10**9):
-        monkeypatch.setattr(classification, "_PARALLEL_SHIFT_SCORES", limit)
+        loss.parallel_shift_scores = limit
         g = np.empty((4, 3000), dtype=np.float32)
         h = np.empty((4, 3000), dtype=np.float32)
         loss.gradient_hessian(y, raw, w, g, h)

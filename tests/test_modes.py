@@ -13,7 +13,7 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
-from treeboost import TreeBoostClassifier, TreeBoostRegressor
+from treeboost import Dataset, TreeBoostClassifier, TreeBoostRegressor, train
 from treeboost.modes import dart_drops, dart_scales, goss_start
 from treeboost.sampling import goss_sample, sample_rows
 
@@ -278,15 +278,18 @@ def test_every_mode_learns(clf_data, mode, n_classes):
                     reason="one Numba thread: n_jobs=2 would run serially")
 @pytest.mark.parametrize("mode", ["rf", "dart", "goss"])
 def test_modes_same_model_for_any_n_jobs(mode):
-    # 40,000 rows: the partition and prediction kernels really run in parallel
+    # 40,000 rows: the partition and prediction kernels really run in parallel (the
+    # plan's partition from 8,192 rows, and no lean tree)
     rng = np.random.default_rng(5)
     X = rng.normal(size=(40_000, 5))
     y = X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.normal(size=40_000)
     extra = {"subsample": 0.7} if mode == "rf" else {"skip_drop": 0.0, "drop_rate": 0.5} \
         if mode == "dart" else {"learning_rate": 0.5}
-    fits = [TreeBoostRegressor(boosting=mode, n_estimators=6, max_leaf_nodes=8,
-                               random_state=0, n_jobs=n_jobs, **extra).fit(X, y)
+    params = dict(boosting=mode, n_estimators=6, max_leaf_nodes=8, random_state=0, **extra)
+    fits = [train(dict(params, n_jobs=n_jobs), Dataset(X, y),
+                  plan={"serial_partition_rows": 8192, "lean_tree_updates": 0})
             for n_jobs in (1, 2)]
-    for a, b in zip(fits[0].booster_.trees, fits[1].booster_.trees, strict=True):
+    assert fits[1].execution_plan.n_threads == 2
+    for a, b in zip(fits[0].trees, fits[1].trees, strict=True):
         np.testing.assert_array_equal(a[0].value, b[0].value)
         np.testing.assert_array_equal(a[0].feature, b[0].feature)

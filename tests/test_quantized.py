@@ -17,7 +17,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
 
-from treeboost import TreeBoostClassifier, TreeBoostRegressor
+from treeboost import Dataset, TreeBoostClassifier, TreeBoostRegressor, train
 from treeboost._dtypes import MISSING_BIN, N_BINS
 from treeboost._kernels.grower import _exact_sums, _unpack, leaf_sums
 from treeboost._kernels.histogram import (
@@ -185,47 +185,48 @@ def test_out_of_scope_combinations_are_refused():
                                                           np.repeat(y, 12))
 
 
-def test_auto_quantises_large_log_loss_fits_only(monkeypatch):
+def test_auto_quantises_large_log_loss_fits_only():
     """use_quantized_grad="auto" (the default) is True for the log loss on dense data of at
-    least QUANTIZE_MIN_ROWS rows and False otherwise (regression, small or sparse data);
-    when it is off, its companions change nothing."""
-    import treeboost.grower
-
+    least the plan's quantize_min_rows rows and False otherwise (regression, small or
+    sparse data); when it is off, its companions change nothing."""
     assert TreeBoostRegressor().get_params()["use_quantized_grad"] == "auto"
-    monkeypatch.setattr(treeboost.grower, "QUANTIZE_MIN_ROWS", 500)
     X, y = _data(600)
     labels = (y > np.median(y)).astype(int)
     classes = np.digitize(y, np.quantile(y, [0.33, 0.67]))
+    from_500 = {"quantize_min_rows": 500}
 
-    def same(model, **params):
-        a = model(n_estimators=8, random_state=0).fit(X, labels if model is
-                                                      TreeBoostClassifier else y)
-        b = model(n_estimators=8, random_state=0, **params).fit(
-            X, labels if model is TreeBoostClassifier else y)
-        return np.array_equal(a.booster_.predict_raw(X), b.booster_.predict_raw(X))
+    def fit(X, target, loss, plan=from_500, **params):
+        return train(dict(params, loss=loss, n_estimators=8, random_state=0),
+                     Dataset(X, target), plan=plan)
 
-    assert same(TreeBoostClassifier, use_quantized_grad=True)
-    assert not same(TreeBoostClassifier, use_quantized_grad=False)
-    auto = TreeBoostClassifier(n_estimators=8, random_state=0).fit(X, classes)
-    on = TreeBoostClassifier(n_estimators=8, random_state=0, use_quantized_grad=True).fit(
-        X, classes)
-    np.testing.assert_array_equal(auto.predict_proba(X), on.predict_proba(X))
+    def same(target, loss, plan=from_500, **params):
+        a, b = fit(X, target, loss, plan), fit(X, target, loss, plan, **params)
+        return np.array_equal(a.predict_raw(X), b.predict_raw(X))
+
+    assert same(labels, "log_loss", use_quantized_grad=True)
+    assert not same(labels, "log_loss", use_quantized_grad=False)
+    auto, on = (fit(X, classes, "log_loss", **kw) for kw in ({}, {"use_quantized_grad": True}))
+    assert auto.execution_plan.quantize
+    assert on.execution_plan.quantize
+    np.testing.assert_array_equal(auto.predict_raw(X), on.predict_raw(X))
     # regression: off, and the companions of an unused quantisation change nothing
-    assert same(TreeBoostRegressor, use_quantized_grad=False, num_grad_quant_bins=7,
+    assert not fit(X, y, "squared_error").execution_plan.quantize
+    assert same(y, "squared_error", use_quantized_grad=False, num_grad_quant_bins=7,
                 stochastic_rounding=False)
-    monkeypatch.setattr(treeboost.grower, "QUANTIZE_MIN_ROWS", 601)  # one row short
-    assert same(TreeBoostClassifier, use_quantized_grad=False)
-    monkeypatch.setattr(treeboost.grower, "QUANTIZE_MIN_ROWS", 500)
+    short = {"quantize_min_rows": 601}  # one row short
+    assert not fit(X, labels, "log_loss", short).execution_plan.quantize
+    assert same(labels, "log_loss", short, use_quantized_grad=False)
     Xs = sp.csr_matrix(np.nan_to_num(X))  # sparse: off, not refused
-    a = TreeBoostClassifier(n_estimators=8, random_state=0).fit(Xs, labels)
-    b = TreeBoostClassifier(n_estimators=8, random_state=0, use_quantized_grad=False).fit(
-        Xs, labels)
-    np.testing.assert_array_equal(a.predict_proba(Xs), b.predict_proba(Xs))
+    a = fit(Xs, labels, "log_loss")
+    b = fit(Xs, labels, "log_loss", use_quantized_grad=False)
+    assert not a.execution_plan.quantize
+    np.testing.assert_array_equal(a.predict_raw(Xs), b.predict_raw(Xs))
 
 
 # ---- models --------------------------------------------------------------------------------
 def _trees(model):
-    return [t for stage in model.booster_.trees for t in stage]
+    booster = getattr(model, "booster_", model)  # an estimator or a Booster
+    return [t for stage in booster.trees for t in stage]
 
 
 def _same_models(a, b):
@@ -236,6 +237,17 @@ def _same_models(a, b):
             np.testing.assert_array_equal(getattr(x, field), getattr(y, field))
 
 
+#: on two threads, the nodes of these tests' 40,000 rows on the parallel kernels: the
+#: partition from 8,192 rows, the histograms from the plan's 20,000 updates, no lean tree
+PARALLEL = {"serial_partition_rows": 8192, "lean_tree_updates": 0}
+
+
+def _fits(X, y, loss, **params):
+    """The models of ``n_jobs`` 1 and 2 (under ``PARALLEL``: one thread stays serial)."""
+    return [train(dict(params, loss=loss, n_jobs=j), Dataset(X, y), plan=PARALLEL)
+            for j in (1, 2)]
+
+
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
 def test_same_model_for_one_and_two_threads(task):
     # 40,000 rows x 6 features: the root and large nodes use the parallel kernels
@@ -243,10 +255,10 @@ def test_same_model_for_one_and_two_threads(task):
     common = {"n_estimators": 8, "use_quantized_grad": True, "subsample": 0.8,
               "random_state": 0}
     if task == "regression":
-        models = [TreeBoostRegressor(n_jobs=j, **common).fit(X, y) for j in (1, 2)]
+        models = _fits(X, y, "squared_error", **common)
     else:
         labels = (y > 0.5).astype(int) if task == "binary" else np.digitize(y, [0.0, 1.0])
-        models = [TreeBoostClassifier(n_jobs=j, **common).fit(X, labels) for j in (1, 2)]
+        models = _fits(X, labels, "log_loss", **common)
     _same_models(*models)
 
 
@@ -259,17 +271,17 @@ def test_same_model_for_one_and_two_threads_where_estimated_counts_bind():
     common = {"n_estimators": 6, "use_quantized_grad": True, "min_samples_leaf": 2500,
               "random_state": 0}
     labels = (y > 0.5).astype(int)
-    _same_models(*[TreeBoostClassifier(n_jobs=j, **common).fit(X, labels) for j in (1, 2)])
+    _same_models(*_fits(X, labels, "log_loss", **common))
 
 
 def test_same_model_for_one_and_two_threads_on_rows_summed_in_parallel():
-    # from 131,072 rows (the parallel partition's threshold) the leaves' exact sums
-    # are added on every thread (leaf_sums)
-    X, y = _data(140_000, 4, seed=6)
+    # from the parallel partition's threshold (the plan's, 8,192 rows here) the leaves'
+    # exact sums are added on every thread (leaf_sums)
+    X, y = _data(20_000, 4, seed=6)
     common = {"n_estimators": 4, "max_leaf_nodes": 15, "use_quantized_grad": True,
               "random_state": 0}
     labels = (y > 0.5).astype(int)
-    _same_models(*[TreeBoostClassifier(n_jobs=j, **common).fit(X, labels) for j in (1, 2)])
+    _same_models(*_fits(X, labels, "log_loss", **common))
 
 
 def _random_tree(n_rows, n_leaves, rng):

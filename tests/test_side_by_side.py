@@ -11,17 +11,21 @@ import pytest
 from numpy.testing import assert_array_equal
 
 import treeboost.booster as booster_module
-import treeboost.grower as grower_module
-from treeboost import TreeBoostClassifier
+from treeboost import Dataset, train
 
 pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                 reason="one Numba thread: the trees are grown in turn")
 
+#: the small stages of these tests grown side by side, as large ones are
+SIDE_BY_SIDE = {"side_by_side_work": 0}
 
-@pytest.fixture(autouse=True)
-def side_by_side_from_any_size(monkeypatch):
-    """The small stages of these tests grown side by side, as large ones are."""
-    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_WORK", 0)
+
+def _fit(X, y, n_jobs, plan=None, categorical_features=None, **params):
+    """A multiclass model of ``X``, ``y`` on ``n_jobs`` threads under ``plan`` (by
+    default: side by side from any size)."""
+    return train(dict(params, loss="log_loss", n_jobs=n_jobs),
+                 Dataset(X, y, categorical_features=categorical_features),
+                 plan=SIDE_BY_SIDE if plan is None else plan)
 
 
 def _data(seed=0, n=3000):
@@ -42,15 +46,15 @@ def test_trees_side_by_side_equal_trees_in_turn(params):
     X, y = _data()
     kw = dict(n_estimators=12, max_leaf_nodes=15, random_state=3, categorical_features=[5],
               **params)
-    one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
-    two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
-    for stage_one, stage_two in zip(one.booster_.trees, two.booster_.trees, strict=True):
+    one = _fit(X, y, 1, **kw)
+    two = _fit(X, y, 2, **kw)
+    for stage_one, stage_two in zip(one.trees, two.trees, strict=True):
         assert len(stage_one) == 5
         for a, b in zip(stage_one, stage_two, strict=True):
             assert_array_equal(a.feature, b.feature)
             assert_array_equal(a.threshold, b.threshold)
             assert_array_equal(a.value, b.value)
-    assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+    assert_array_equal(one.predict_raw(X), two.predict_raw(X))
 
 
 def _count_regions(monkeypatch):
@@ -67,7 +71,7 @@ def _count_regions(monkeypatch):
 
 
 def _assert_same_trees(one, two):
-    for stage_one, stage_two in zip(one.booster_.trees, two.booster_.trees, strict=True):
+    for stage_one, stage_two in zip(one.trees, two.trees, strict=True):
         for a, b in zip(stage_one, stage_two, strict=True):
             for name in ("feature", "threshold", "left", "right", "value", "gain", "count",
                          "cover", "cat_bitset"):
@@ -77,12 +81,12 @@ def _assert_same_trees(one, two):
 def test_trees_building_their_own_roots_side_by_side(monkeypatch):
     """Where the stage's roots are not shared (their buffers would pass the cap),
     each tree builds its own root histogram in the region: the same trees."""
-    monkeypatch.setattr(grower_module, "_MULTI_ROOT_BYTES", 0)
+    own_roots = dict(SIDE_BY_SIDE, multi_root_bytes=0)
     X, y = _data(4, 2000)
     kw = dict(n_estimators=6, max_leaf_nodes=15, random_state=5, categorical_features=[5])
-    one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
+    one = _fit(X, y, 1, own_roots, **kw)
     calls = _count_regions(monkeypatch)
-    two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
+    two = _fit(X, y, 2, own_roots, **kw)
     assert calls == [5] * 6  # a region per stage, of its five trees
     _assert_same_trees(one, two)
 
@@ -92,9 +96,9 @@ def test_quantised_trees_of_a_stage_are_grown_in_turn(monkeypatch):
     each on every thread, they are those of one thread."""
     X, y = _data(5, 2000)
     kw = dict(n_estimators=6, max_leaf_nodes=15, random_state=6, use_quantized_grad=True)
-    one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
+    one = _fit(X, y, 1, **kw)
     calls = _count_regions(monkeypatch)
-    two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
+    two = _fit(X, y, 2, **kw)
     assert calls == []
     _assert_same_trees(one, two)
 
@@ -106,9 +110,8 @@ def test_stages_side_by_side_from_the_threshold(monkeypatch, more):
     trees side by side; one below it, in turn: the same trees either way."""
     X, y = _data(7, 1000)
     kw = dict(n_estimators=3, max_leaf_nodes=7, random_state=2)
-    one = TreeBoostClassifier(n_jobs=1, **kw).fit(X, y)
-    monkeypatch.setattr(booster_module, "_SIDE_BY_SIDE_WORK", 1000 * 6 * 5 * 3 + more)
+    one = _fit(X, y, 1, **kw)
     calls = _count_regions(monkeypatch)
-    two = TreeBoostClassifier(n_jobs=2, **kw).fit(X, y)
+    two = _fit(X, y, 2, {"side_by_side_work": 1000 * 6 * 5 * 3 + more}, **kw)
     assert calls == ([] if more else [5] * 3)
     _assert_same_trees(one, two)

@@ -123,6 +123,13 @@ class _EstimatorFit:
                           "best_iteration_", "evals_result_", "trace_", "_train_shape",
                           "_booster")
 
+    @property
+    def execution_plan_(self):
+        """The ``ExecutionPlan`` of the last fit: its threads and the sizes from which each
+        parallel path was taken (``Booster.execution_plan``); None for a model loaded from
+        a file, which does not hold it."""
+        return self._booster.execution_plan
+
     def _take_fitted(self, fitted) -> None:
         """Make the fitted attributes of ``fitted`` (same class and parameters) this one's."""
         for name in self._FITTED_ATTRIBUTES:

@@ -19,9 +19,10 @@ from ._dtypes import G_H_DTYPE, INDEX_DTYPE, MISSING_BIN, SUM_DTYPE, readonly
 from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
+from ._plan import make_plan
 from .binning import SparseBinned
 from .exceptions import DivergenceError
-from .grower import GrownTree, TreeGrower, quantize_by_default, splittable_features
+from .grower import GrownTree, TreeGrower, splittable_features
 from .losses import Loss
 from .tree import Tree
 
@@ -36,7 +37,7 @@ class _TrainingState:
     """
 
     def __init__(self, booster, X_binned, y, sample_weight, eval_sets,
-                 init_raw=None, group_offsets=None, collective=None):
+                 init_raw=None, group_offsets=None, collective=None, plan=None):
         K, (_, n) = booster.n_outputs, X_binned.shape
         self.booster, self.X_binned, self.y, self.sample_weight = (booster, X_binned, y,
                                                                    sample_weight)
@@ -80,13 +81,16 @@ class _TrainingState:
         grower_params = booster.params.grower
         #: the rows of every member of the group, in rank order (None alone)
         self.member_rows = None if collective is None else collective.allgather(int(n))
-        # "auto" decided on the rows of the whole group: as one process decides
-        grower_params = quantize_by_default(
-            grower_params, booster.loss.name, n if collective is None
-            else sum(self.member_rows), isinstance(X_binned, SparseBinned))
+        #: the fit's ExecutionPlan (``plan``: None, one, or some of its fields), its
+        #: "auto" quantisation decided on the rows of the whole group, as one process's
+        self.plan = make_plan(
+            n if collective is None else sum(self.member_rows),
+            sparse=isinstance(X_binned, SparseBinned), loss_name=booster.loss.name,
+            use_quantized_grad=grower_params.use_quantized_grad, overrides=plan)
+        grower_params = replace(grower_params, use_quantized_grad=self.plan.quantize)
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
                                  grower_params, n_rows_total=None if collective is None
-                                 else sum(self.member_rows))
+                                 else sum(self.member_rows), plan=self.plan)
         if collective is not None:
             # the stochastic rounding of quantised gradients draws by the group's row index
             self.grower.row_offset = sum(self.member_rows[:collective.rank])

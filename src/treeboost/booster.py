@@ -31,6 +31,7 @@ from ._dtypes import INDEX_DTYPE, SUM_DTYPE, readonly
 from ._input import check_predict_X, check_stage_count, check_stages
 from ._kernels.booster import grow_newton_tree, grow_newton_trees, raw_thresholds
 from ._kernels.splitting import BITSET_WORDS
+from ._logging import log_info
 from ._stage_state import _trace_record, _TrainingState
 from .binning import BinMapper, canonical_sparse
 from .callbacks import CallbackList
@@ -95,6 +96,10 @@ class Booster:
         model file.
     pandas_categories : dict of {int: list}
         Categories of the training frame's categorical columns, by position.
+    execution_plan : ExecutionPlan or None
+        The plan of the last ``fit`` (threads and the sizes from which each parallel
+        path was taken, ``treeboost._plan``); None for a model loaded from a file, which
+        does not hold it.
     """
 
     #: True while ``fit`` grows stages: ``truncate`` is refused then
@@ -113,6 +118,7 @@ class Booster:
         self._packed: dict[tuple[int, int], PackedTrees] = {}
         self.feature_names: list[str] | None = None
         self.pandas_categories: dict = {}
+        self.execution_plan = None
 
     @property
     def mode(self) -> BoostingMode:
@@ -225,7 +231,7 @@ class Booster:
     def fit(self, X_binned, y, sample_weight, seed: int, eval_sets=(), metrics=(),
             record_training=False, callbacks=(), trace: list | None = None, *,
             init_raw: np.ndarray | None = None, group_offsets: np.ndarray | None = None,
-            collective=None) -> dict:
+            collective=None, plan=None, log_plan: bool = False) -> dict:
         """Run the stage loop up to ``params.n_estimators`` stages in all.
 
         A booster that already has trees continues from them (``init_model``,
@@ -270,6 +276,12 @@ class Booster:
             (binned with the same bins) and the same parameters and seed: F0 and
             every histogram are summed over the group, so every process builds the
             model of all the rows (``check_distributed`` lists what is supported).
+        plan : ExecutionPlan or dict, default=None
+            The fit's execution plan, or some of its fields by name; the rest are
+            decided by ``_plan.make_plan`` (``train``'s ``plan``). Kept in
+            ``self.execution_plan``.
+        log_plan : bool, default=False
+            Log the plan once, before the first stage (``train``'s ``verbose``).
 
         Returns
         -------
@@ -298,7 +310,12 @@ class Booster:
         self.seed = int(seed)
         mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets, init_raw,
-                               group_offsets, collective)
+                               group_offsets, collective, plan)
+        self.execution_plan = state.plan
+        if hasattr(self.loss, "parallel_shift_scores"):  # the softmax's row maxima
+            self.loss.parallel_shift_scores = state.plan.parallel_shift_scores
+        if log_plan:
+            log_info(state.plan.describe())
         if collective is not None and p.subsample < 1.0:
             # the rows one process would draw of all the group's, in rank order
             sizes = state.member_rows
@@ -393,12 +410,13 @@ class Booster:
         side_by_side = None
         grower = state.grower
         # several trees on several threads: side by side in one parallel region; a
-        # small fit's, which would not repay that kernel's compilation and loading
-        # (_SIDE_BY_SIDE_WORK), in turn on one thread (the lean kernel a serial twin
-        # compiles, not the parallel grower's); quantised trees, each rounding its own
-        # output's gradients (kernel_arguments), in turn on every thread
+        # small fit's, which would not repay that kernel's compilation and loading (the
+        # plan's side_by_side_work), in turn on one thread (the lean kernel a serial
+        # twin compiles, not the parallel grower's); quantised trees, each rounding its
+        # own output's gradients (kernel_arguments), in turn on every thread
         if fused and K > 1 and grower.n_threads > 1 and not grower.quantized:
-            if rows.size * features.size * K * p.n_estimators >= _SIDE_BY_SIDE_WORK:
+            work = rows.size * features.size * K * p.n_estimators
+            if work >= state.plan.side_by_side_work:
                 side_by_side = self._newton_trees_side_by_side(state, rows, features,
                                                                outside, shrink, root, node_rng)
             else:
@@ -850,15 +868,6 @@ default="gain"
 
 
 _NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
-#: rows x features x outputs x stages of a fit from which its stages grow their trees
-#: side by side (below, in turn on one thread). The kernel that grows them side by side
-#: (grow_newton_trees) compiles in ~13 s, half as long again as a whole first multiclass
-#: fit otherwise (10,000 x 20, 4 classes, 100 stages, empty cache: 38.6 against 25.2
-#: s), and loads from the cache in ~0.7 s in every process. On two threads side by side
-#: took 0.62x the time of the trees in turn on one thread at 10,000 x 20 x 5 (100
-#: stages: 0.76 against 1.22 s), ~4.6 ns saved per row x feature x output and stage:
-#: from ~1.5e8 of them a fit repays the load
-_SIDE_BY_SIDE_WORK = 2**27
 
 
 def _grown_tree(n: int, feature, threshold, bin_threshold, missing_left, is_categorical,

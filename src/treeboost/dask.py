@@ -276,6 +276,9 @@ class _DaskTreeBoostBase(BaseEstimator):
     """Shared fit/predict machinery of the Dask estimators."""
 
     _local_class = TreeBoostRegressor
+    #: rows drawn on the client to fit the common bins (``BIN_SAMPLE_ROWS``); an
+    #: instance may draw fewer (a test's small data then reaches the sampled path)
+    bin_sample_rows = BIN_SAMPLE_ROWS
 
     # ---- fit -----------------------------------------------------------------
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
@@ -489,23 +492,24 @@ class _DaskTreeBoostBase(BaseEstimator):
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
     def _fit_bins(self, data, n, n_features, seed, client, names) -> BinMapper:
-        """The common bins: ``BinMapper(max_bins, subsample=BIN_SAMPLE_ROWS,
+        """The common bins: ``BinMapper(max_bins, subsample=self.bin_sample_rows,
         random_state=seed).fit`` of all the rows, from the rows it would sample (drawn
         on the client) and the categorical features' values counted on the workers."""
         import dask
 
         categorical = categorical_mask(self.categorical_features, n_features, names, ())
-        mapper = BinMapper(self.max_bins, subsample=BIN_SAMPLE_ROWS, random_state=seed,
+        sample_rows = self.bin_sample_rows
+        mapper = BinMapper(self.max_bins, subsample=sample_rows, random_state=seed,
                            is_categorical=categorical)
         # a row of weight 0 is not there (the local Dataset drops it before binning), so
         # it places no bin edge: the weight column travels with the rows and filters them
         # (two slices of their own: computing the persisted matrix itself would gather its
         # partitions, the members' rows, onto one worker)
         weight = n_features + 1
-        if n <= BIN_SAMPLE_ROWS:  # fit reads every row: the local estimator's bins
+        if n <= sample_rows:  # fit reads every row: the local estimator's bins
             X, w = client.compute([data[:, :n_features], data[:, weight]], sync=True)
             return mapper.fit(X[w > 0])
-        rows = np.sort(np.random.default_rng(seed).choice(n, size=BIN_SAMPLE_ROWS,
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=sample_rows,
                                                           replace=False))
         X, w = client.compute([data[rows][:, :n_features], data[rows][:, weight]], sync=True)
         sample = X[w > 0]

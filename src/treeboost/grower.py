@@ -10,7 +10,7 @@ records the kernel takes.
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -53,47 +53,10 @@ from ._kernels.records import (
     TreeParams,
 )
 from ._kernels.splitting import BITSET_WORDS, N_SPLIT_COLUMNS
+from ._plan import ExecutionPlan, make_plan
 from .binning import SparseBinned
 from .constraints import constraints_record
 
-# Below these sizes a node is handled by the serial kernels: waking the thread
-# pool costs more than the work (and much more on a loaded machine). The partition:
-# the parallel kernel takes 0.6-0.75x the serial one's time on two threads from
-# 300,000 rows (0.9x at 100,000). Fits on two threads with it from 131,072 rows,
-# alternated in one process against never: regression 500,000 x 20 0.988x, binary
-# 1,000,000 x 28 0.974x (from 65,536: 0.98x, 1.01x; from 32,768: 0.99x, 1.03x).
-# Earlier runs, processes alternated, had found fits no faster with it from
-# 100,000-200,000 rows (1.00-1.05x); those comparisons were noisier than the paired
-# ones, and came before the raw scores were added on every thread. Histograms go parallel from
-# 20,000 row x feature updates (1,000 rows of 20 features, ~25 us of serial work):
-# against 200,000, fits on 2 threads took 0.94x the time (regression 400,000 x 20,
-# 300 trees), 0.84x (binary 800,000 x 28, quantised, 150 trees) and 0.97x
-# (multiclass 80,000 x 20, 200 stages), medians of runs alternated in one process.
-# Late in a fit most nodes are small, and the pool's threads, kept busy, also stay
-# awake between nodes instead of sleeping through runs of serial ones.
-_SERIAL_PARTITION_ROWS = 131_072
-_SERIAL_HISTOGRAM_UPDATES = 20_000
-_ALWAYS_SERIAL = np.iinfo(np.int64).max
-
-
-def _serial_limits() -> tuple[int, int, int]:
-    """Node sizes from which the parallel partition and histogram kernels are used,
-    and the number of threads.
-
-    On one thread (study workers, ``n_jobs=1``) never: the serial kernels add the
-    same values in the same order and skip the parallel region's start-up. Read
-    once per grower: ``numba.get_num_threads`` takes a lock (~15 us), as much as a
-    small tree.
-    """
-    n_threads = numba.get_num_threads()
-    if n_threads == 1:
-        return _ALWAYS_SERIAL, _ALWAYS_SERIAL, 1
-    return _SERIAL_PARTITION_ROWS, _SERIAL_HISTOGRAM_UPDATES, n_threads
-
-
-# A stage's shared root histograms (several outputs) are used up to this size of
-# buffer: n_features x hist_bins x 2 n_outputs float64
-_MULTI_ROOT_BYTES = 256 * 2**20
 _MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
 # Scratch's root_gradient and root_counts until a unit-hessian root's counts are kept
 _NO_ROOT_COUNTS = (np.zeros((0, 0), dtype=SUM_DTYPE), np.zeros((0, 0), dtype=SUM_DTYPE))
@@ -132,47 +95,10 @@ class GrowerParams:
     interaction_constraints: object = None
     monotone_constraints_method: str = "basic"
     #: quantised gradients (``_kernels.quantize``): splits chosen on integer histograms;
-    #: "auto" is decided per fit by ``quantize_by_default``
+    #: "auto" is decided per fit by its plan (``_plan.make_plan``)
     use_quantized_grad: bool | str = "auto"
     num_grad_quant_bins: int = 4
     stochastic_rounding: bool = True
-
-
-#: ``use_quantized_grad="auto"`` quantises log-loss fits of at least this many rows. Measured
-#: with ``benchmarks/bench_quantized.py`` (4 levels, stochastic rounding): binary 800,000 x
-#: 28, 200 trees, fit 0.77x and test AUC -0.0005; multiclass 5 x 100,000 x 20, 500 trees,
-#: fit 0.68x and accuracy +0.0005; but regression 400,000 x 20 RMSE +0.95% (california
-#: +1.75%), and on the small classification sets of ../shared/datasets (3,000-52,000 rows)
-#: accuracy moved by -0.54% (letter) to +0.38% (mean -0.01%), for little time saved.
-QUANTIZE_MIN_ROWS = 100_000
-
-
-def quantize_by_default(params: GrowerParams, loss_name: str, n_rows: int,
-                        sparse: bool) -> GrowerParams:
-    """``params`` with ``use_quantized_grad="auto"`` decided for this fit.
-
-    Parameters
-    ----------
-    params : GrowerParams
-        The grower's parameters as given.
-    loss_name : str
-        The registered name of the fit's loss.
-    n_rows : int
-        Rows of the training set.
-    sparse : bool
-        Whether the training set is sparse (quantised histograms take dense input).
-
-    Returns
-    -------
-    GrowerParams
-        ``params`` itself unless ``use_quantized_grad`` is "auto"; else a copy with it
-        True for the log loss on dense data of at least ``QUANTIZE_MIN_ROWS`` rows, False
-        otherwise.
-    """
-    if not isinstance(params.use_quantized_grad, str):
-        return params
-    on = loss_name == "log_loss" and not sparse and n_rows >= QUANTIZE_MIN_ROWS
-    return replace(params, use_quantized_grad=on)
 
 
 @dataclass
@@ -281,11 +207,16 @@ class TreeGrower:
     narrowed : tuple of (int, ndarray), default=None
         ``(hist_bins, binned)`` of a grower of the same data and parameters, whose
         narrowed matrix is then shared rather than copied (``serial_twins``).
+    plan : ExecutionPlan, default=None
+        The fit's plan (``_plan.make_plan``), whose thresholds choose the serial or
+        parallel kernels of every node; by default the plan of these rows on Numba's
+        current thread count. Its ``quantize`` is not read: ``params`` says that.
     """
 
     def __init__(self, X_binned: np.ndarray, n_bins_non_missing: np.ndarray,
                  is_categorical: np.ndarray, params: GrowerParams,
-                 n_rows_total: int | None = None, narrowed: tuple | None = None):
+                 n_rows_total: int | None = None, narrowed: tuple | None = None,
+                 plan: ExecutionPlan | None = None):
         self.X_binned = X_binned
         # data-parallel training: the rows of the whole group, which bound its trees
         self.n_rows_total = n_rows_total
@@ -314,8 +245,14 @@ class TreeGrower:
         self._tree = self._scratch = None  # built at the first tree
         self._splittable = None  # splittable_features, found at the first tree
         self._multi_root = None
-        # the grower lives inside one fit, whose thread count does not change
-        self._serial_limits = _serial_limits()
+        # the grower lives inside one fit, whose plan does not change
+        if plan is None:
+            plan = make_plan(n_rows_total or n_samples, sparse=self.sparse,
+                             use_quantized_grad=params.use_quantized_grad)
+        self.plan = plan
+        #: (serial_partition_rows, serial_histogram_updates, n_threads), the kernel's
+        self._serial_limits = (plan.serial_partition_rows, plan.serial_histogram_updates,
+                               plan.n_threads)
         self._serial_twins: list[TreeGrower] = []  # serial_twins
         self._twin_records = None  # side_by_side_arguments' per-worker records
         self._sparse = None
@@ -393,8 +330,8 @@ class TreeGrower:
 
     @property
     def n_threads(self) -> int:
-        """The fit's thread count (read once, when the grower was made)."""
-        return self._serial_limits[2]
+        """The fit's thread count (its plan's)."""
+        return self.plan.n_threads
 
     def serial_twins(self, n: int) -> list[TreeGrower]:
         """``n`` growers of the same data and parameters that never start a parallel region.
@@ -406,8 +343,8 @@ class TreeGrower:
         """
         while len(self._serial_twins) < n:
             twin = TreeGrower(self.X_binned, self.n_bins_non_missing, self.is_categorical,
-                              self.params, self.n_rows_total, (self.hist_bins, self._binned))
-            twin._serial_limits = (_ALWAYS_SERIAL, _ALWAYS_SERIAL, 1)
+                              self.params, self.n_rows_total, (self.hist_bins, self._binned),
+                              self.plan.serial())
             twin._splittable = self._splittable
             self._serial_twins.append(twin)
         return self._serial_twins[:n]
@@ -518,19 +455,19 @@ class TreeGrower:
         tuple or None
             ``(multi, counts)`` to pass to ``kernel_arguments`` with each output's
             index, or None where the trees should build their own roots (one
-            output, sparse data, or buffers over ``_MULTI_ROOT_BYTES``).
+            output, sparse data, or buffers over the plan's ``multi_root_bytes``).
         """
         n_outputs = gradient.shape[0]
         # quantised gradients: each tree quantises its own output, on scales of its own
         if self.sparse or self.quantized or n_outputs < 2 or (
-                self.n_features * self.hist_bins * 2 * n_outputs * 8 > _MULTI_ROOT_BYTES):
+                self.n_features * self.hist_bins * 2 * n_outputs * 8 > self.plan.multi_root_bytes):
             return None
         if self._multi_root is None or self._multi_root[0].shape[2] != 2 * n_outputs:
             # np.empty: only the used bins are ever written, and only they commit memory
             self._multi_root = (
                 np.empty((self.n_features, self.hist_bins, 2 * n_outputs), dtype=SUM_DTYPE),
                 np.empty((self.n_features, self.hist_bins), dtype=SUM_DTYPE),
-                np.empty((self._serial_limits[2], _MULTI_ROOT_BLOCK, 2 * n_outputs),
+                np.empty((self.plan.n_threads, _MULTI_ROOT_BLOCK, 2 * n_outputs),
                          dtype=G_H_DTYPE))
         multi, counts, ordered = self._multi_root
         if all_rows:  # the same rows every stage: the same counts
@@ -542,7 +479,7 @@ class TreeGrower:
         build_root_histograms_multi(self._binned, sample_indices, gradient, hessian,
                                     features, self.n_bins_non_missing, self.hist_bins - 1,
                                     ordered,
-                                    multi, counts, not all_rows, self._serial_limits[2])
+                                    multi, counts, not all_rows, self.plan.n_threads)
         return multi, counts
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
@@ -650,18 +587,22 @@ class TreeGrower:
     def _general(self, n_rows: int, n_used: int, all_rows: bool):
         """``grow_tree``'s ``general``: True, or None for a lean tree.
 
-        Lean: dense data, no categorical feature, and no node the kernel partitions
-        or builds a node histogram for reaches the parallel kernels' thresholds.
-        Those nodes are the root (partitioned; its histogram built as a node's when
-        it is a row sample) and the smaller children, at most half of their parent.
-        The lean specialisation then grows the very same tree, compiled without the
-        parallel node kernels and the categorical scan.
+        Lean: dense data, no categorical feature, no node the kernel partitions
+        reaches the parallel partition's threshold, and no node it builds a histogram
+        for reaches the plan's ``lean_tree_updates`` (nor the parallel histograms'
+        threshold, where that is higher: on one thread). Those nodes are the root
+        (partitioned; its histogram built as a node's when it is a row sample) and the
+        smaller children, at most half of their parent. The lean specialisation then
+        grows the very same tree, compiled without the parallel node kernels and the
+        categorical scan: its node histograms between the two thresholds are built by
+        the serial kernel, which adds the same values in the same order.
         """
         if self._categorical or self.sparse:
             return True
         partition_rows_min, histogram_updates_min, _ = self._serial_limits
         largest = n_rows // 2 if all_rows else n_rows
-        if n_rows < partition_rows_min and largest * n_used < histogram_updates_min:
+        lean_updates = max(histogram_updates_min, self.plan.lean_tree_updates)
+        if n_rows < partition_rows_min and largest * n_used < lean_updates:
             return None
         return True
 

@@ -21,6 +21,7 @@ import numpy as np
 from . import _continued
 from . import params as _params
 from ._dtypes import G_H_DTYPE, MAX_BINS
+from ._plan import check_plan
 from ._threads import threads
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
@@ -252,7 +253,7 @@ def _valid_sets(valid_sets, valid_names) -> tuple[list, list]:
 
 def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
           callbacks=(), init_model: Booster | None = None, trace: list | None = None,
-          collective=None) -> Booster:
+          collective=None, plan=None) -> Booster:
     """Train a gradient boosting model on a ``Dataset``.
 
     Parameters
@@ -308,6 +309,15 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         none of a set's rows, is an empty Dataset); the metrics, and so early
         stopping, are evaluated on the rows of all the members, gathered in rank
         order.
+    plan : ExecutionPlan or dict, default=None
+        The fit's execution plan (``treeboost._plan.ExecutionPlan``): its threads and
+        the sizes from which each parallel path is taken. By default it is made from the
+        training set's shape, the loss and ``n_jobs`` (``make_plan``); a dict sets some
+        of its fields by name (such as ``{"serial_histogram_updates": 0}``) and the rest
+        are made so, an ``ExecutionPlan`` is used as it is. Every plan grows the same
+        model bit for bit: it is for tests and measurements. The plan a fit used is the
+        returned Booster's ``execution_plan`` (not saved with the model), and
+        ``verbose`` logs it once at the start.
 
     Returns
     -------
@@ -322,6 +332,7 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     if train_set.label is None:
         raise ValueError("train_set has no label")
     valid_sets, names = _valid_sets(valid_sets, valid_names)
+    check_plan(plan)
     init_model = _init_booster(init_model)
     loss = (_loss(params, train_set.label) if init_model is None
             else _continued_loss(params, init_model, train_set.label))
@@ -401,7 +412,7 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         evals = booster.fit(train_set.binned, train_set.label, train_set.weight, seed,
                             eval_sets, metrics, record_training, chain, trace,
                             init_raw=init_raw, group_offsets=train_set.group_offsets,
-                            collective=collective)
+                            collective=collective, plan=plan, log_plan=bool(verbose))
     # the stopper's after_training kept the stages up to its best one
     booster.best_iteration = None if stopper is None else stopper.best_iteration
     booster.evals_result = evals

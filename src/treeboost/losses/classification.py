@@ -6,10 +6,8 @@ import numpy as np
 from scipy.special import expit, log_softmax, logsumexp, softmax
 
 from .._kernels import losses as k
+from .._plan import PARALLEL_SHIFT_SCORES
 from .base import Loss
-
-#: scores (rows x classes) from which softmax's row maxima are subtracted on every thread
-_PARALLEL_SHIFT_SCORES = 65_536
 
 
 def _check_labels(y, n_classes):
@@ -117,6 +115,9 @@ class SoftmaxLogLoss(Loss):
     link = "softmax"
     is_classification = True
     leaf_line_search = "newton"
+    #: scores (rows x classes) from which the row maxima are subtracted on every thread:
+    #: the fit's plan's ``parallel_shift_scores``, which ``Booster.fit`` sets here
+    parallel_shift_scores = PARALLEL_SHIFT_SCORES
 
     def __init__(self, n_classes: int, multiclass_step: str = "friedman"):
         if n_classes < 3:
@@ -160,7 +161,7 @@ class SoftmaxLogLoss(Loss):
         # many scores, by NumPy for few (starting the threads would cost more; the
         # same bits either way); C order, one signature. NumPy's exp: a loop of
         # scalar exp is ~10x slower
-        if raw.size >= _PARALLEL_SHIFT_SCORES:
+        if raw.size >= self.parallel_shift_scores:
             exp_raw = np.empty(raw.shape, dtype=np.float64)
             k.softmax_shift(np.ascontiguousarray(raw, dtype=np.float64), exp_raw)
         else:
