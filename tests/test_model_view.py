@@ -429,7 +429,8 @@ def test_cli_dump_csv_is_trees_to_dataframe(saved_model, tmp_path, capsys):
     assert str(out) in capsys.readouterr().err
     expected = booster.trees_to_dataframe()
     # "NaN" is a missing_type value, not a missing cell: only empty cells are missing
-    read = pd.read_csv(out, keep_default_na=False, na_values=[""])
+    read = pd.read_csv(out, keep_default_na=False, na_values=[""],
+                       float_precision="round_trip")
     assert list(read.columns) == list(expected.columns)
     assert len(read) == len(expected)
     for col in expected.columns:

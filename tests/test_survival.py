@@ -313,11 +313,11 @@ def test_cox_over_a_collective_is_one_process_model():
 
 
 # ---- against XGBoost's survival:cox on public data -------------------------------------------
-def _rossi():
-    datasets = pytest.importorskip("lifelines.datasets")
-    data = datasets.load_rossi()
-    X = data.drop(columns=["week", "arrest"]).to_numpy(float)
-    return X, np.where(data["arrest"] == 1, data["week"], -data["week"]).astype(float)
+def _whas500():
+    datasets = pytest.importorskip("sksurv.datasets")
+    X, labels = datasets.load_whas500()
+    X = X.apply(lambda c: c if c.dtype.kind in "if" else c.astype("category").cat.codes)
+    return X.to_numpy(float), signed_times(labels)
 
 
 def _gbsg2():
@@ -327,7 +327,7 @@ def _gbsg2():
     return X.to_numpy(float), signed_times(labels)
 
 
-@pytest.mark.parametrize("load", [_rossi, _gbsg2], ids=["rossi", "gbsg2"])
+@pytest.mark.parametrize("load", [_whas500, _gbsg2], ids=["whas500", "gbsg2"])
 def test_concordance_matches_xgboost_survival_cox(load):
     xgb = pytest.importorskip("xgboost")
     from sklearn.model_selection import train_test_split
@@ -346,6 +346,6 @@ def test_concordance_matches_xgboost_survival_cox(load):
         ours.append(model.score(Xb, yb))
         theirs.append(concordance_index(yb, booster.predict(xgb.DMatrix(Xb),
                                                             output_margin=True)))
-    # measured: rossi 0.6051 vs 0.5997, gbsg2 0.6867 vs 0.6847 (mean of the 3 splits)
+    # measured: whas500 0.7738 vs 0.7771, gbsg2 0.6867 vs 0.6847 (mean of the 3 splits)
     assert np.mean(ours) > 0.58
     assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01, (ours, theirs)
