@@ -802,7 +802,10 @@ interaction constraints, ``category`` and text dtype columns (integer-coded cate
 columns named in ``categorical_features`` are supported), ``class_weight``,
 ``verbose``, ``trace``, ``init_score``, continued training (``warm_start``).
 Validation sets and early stopping are supported: the metrics are evaluated on the rows
-of all the workers.
+of all the workers. ``DaskTreeBoostRegressor(loss="cox")`` (survival, signed times) trains
+the local model: the Cox risk sets span every worker's rows, whose times and log hazards
+are gathered each stage; ``to_local()`` is a ``TreeBoostRegressor`` predicting log hazard
+ratios (``TreeBoostSurvival`` has no Dask counterpart yet).
 """
 
 DaskTreeBoostRegressor.__doc__ = (

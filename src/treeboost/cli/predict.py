@@ -3,7 +3,8 @@
 Data flow: a model file -> ``treeboost.load_model``; a data file -> its full table
 (ARFF/CSV readers of ``treeboost.datasets``) -> the model's feature columns by name
 (a target column or other extra columns are ignored; one-hot columns are rebuilt when the
-model was trained with ``--one-hot``) -> ``predict`` (and ``predict_proba``) -> CSV on
+model was trained with ``--one-hot``) -> ``predict`` (and ``predict_proba``; a survival
+model's prediction is the log hazard ratio, higher: earlier event) -> CSV on
 stdout or in ``--out`` (an existing file is kept unless ``--force``). An svmlight file
 (a ranking model's data) is read as a sparse matrix as wide as the model's features, with
 the index base the model file records (``treeboost train`` records the one its training
@@ -26,7 +27,8 @@ def add_parser(sub) -> None:
     """Register the ``predict`` subcommand."""
     p = sub.add_parser("predict", help="write a saved model's predictions for a data file",
                        description="Predict with a model saved by `treeboost train --save` "
-                                   "(or save_model); one CSV row per data row.")
+                                   "(or save_model); one CSV row per data row (a survival "
+                                   "model's prediction: the log hazard ratio).")
     p.add_argument("model", metavar="MODEL", help="model file (JSON)")
     p.add_argument("data", metavar="DATA",
                    help="ARFF or CSV file with the model's features, or an svmlight file "

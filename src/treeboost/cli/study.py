@@ -47,7 +47,9 @@ def add_parsers(sub) -> None:
                    help="data files or folders of ARFF, CSV or svmlight files (a folder's "
                         "MANIFEST.tsv gives targets and tasks); an svmlight file with query "
                         "groups (qid: or a .query file) is a ranking dataset, scored by "
-                        "NDCG@10; none: scikit-learn's bundled datasets")
+                        "NDCG@10; a manifest's survival datasets (task survival, an event "
+                        "column) are scored by the concordance index; none: scikit-learn's "
+                        "bundled datasets")
     p.add_argument("--out", default="study", metavar="DIR",
                    help="folder of the database and the report (default: %(default)s)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
@@ -64,7 +66,8 @@ def add_parsers(sub) -> None:
                         "-2 all but one, ...")
     p.add_argument("--seed", type=seed, default=0, help="seed of the splits and the models")
     p.add_argument("--target", help="target column of files without a manifest")
-    p.add_argument("--task", choices=["all", "classification", "regression", "ranking"],
+    p.add_argument("--task", choices=["all", "classification", "regression", "ranking",
+                                      "survival"],
                    default="all",
                    help="which datasets to keep (default: all)")
     p.add_argument("--one-hot", action="store_true",
@@ -72,7 +75,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--baselines", metavar="M1,M2",
                    help="reference models on the same folds, among treeboost (defaults), "
                         "lightgbm, sklearn (default: those installed; sklearn has no "
-                        "ranker and sits out ranking datasets); 'none' for none")
+                        "ranker and sits out ranking datasets, only treeboost runs on "
+                        "survival datasets); 'none' for none")
     p.add_argument("--no-report", action="store_true", help="do not write the report")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=run)

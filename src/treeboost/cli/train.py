@@ -5,11 +5,13 @@ the task from the target's type, or ranking for a query column) or
 ``study.data.load_svmlight_specs`` (svmlight, ranking; with ``--test``, both files read
 with one index base, recorded in the saved model for ``treeboost predict``) ->
 ``one_hot`` on request -> ``study.data.split_indices`` (the study's seeded, stratified
-hold-out, so ``train`` and ``study`` score the same rows) or, for ranking,
-``study.data.split_queries`` (whole queries, as the study) -- or, with ``--test FILE``,
-that file as the test part -> ``TreeBoostClassifier``/``TreeBoostRegressor``/
-``TreeBoostRanker`` with the options of the parameter table -> metrics on the test part
-(NDCG@1/3/5/10 and MAP@10 over its queries for ranking) -> stdout (text or JSON) and,
+hold-out, so ``train`` and ``study`` score the same rows; survival rows stratified by
+the event indicator) or, for ranking, ``study.data.split_queries`` (whole queries, as the
+study) -- or, with ``--test FILE``, that file as the test part ->
+``TreeBoostClassifier``/``TreeBoostRegressor``/``TreeBoostRanker``/``TreeBoostSurvival``
+with the options of the parameter table -> metrics on the test part (NDCG@1/3/5/10 and
+MAP@10 over its queries for ranking; the concordance index and Breslow's negative log
+partial likelihood for survival) -> stdout (text or JSON) and,
 with ``--save``, a model file. While fitting, ``--progress`` draws a bar of the stages
 on stderr (tqdm): by default only when stderr is a terminal, so a log or a pipe never
 receives one.
@@ -32,7 +34,8 @@ from ..exceptions import TreeboostError
 from ._options import add_param_options, chosen_params, seed
 
 #: the estimator scope of the parameter table that learns each task
-SCOPES = {"classification": "classifier", "regression": "regressor", "ranking": "ranker"}
+SCOPES = {"classification": "classifier", "regression": "regressor", "ranking": "ranker",
+          "survival": "regressor"}
 
 #: the cut-offs of the ranking metrics printed
 NDCG_CUTOFFS = (1, 3, 5, 10)
@@ -55,13 +58,20 @@ def add_parser(sub) -> None:
                         "of DATA")
     p.add_argument("--target", help="target column (default: last ARFF attribute; "
                                     "required for CSV)")
-    p.add_argument("--task", choices=["auto", "classification", "regression", "ranking"],
+    p.add_argument("--task", choices=["auto", "classification", "regression", "ranking",
+                                      "survival"],
                    default="auto", help="default: ranking for query groups (svmlight qid: "
-                                        "or .query, or --query-column), classification "
+                                        "or .query, or --query-column), survival for "
+                                        "--event-column or --loss cox, classification "
                                         "for a nominal or text target, else regression")
     p.add_argument("--query-column", metavar="NAME",
                    help="ranking from an ARFF or CSV file: the column of query ids (the "
                         "rows of a query contiguous)")
+    p.add_argument("--event-column", metavar="NAME",
+                   help="survival from an ARFF or CSV file: the event indicator column (1 "
+                        "or true: the event was observed at the --target time, 0 or false: "
+                        "censored then); without it a survival target holds signed times "
+                        "(negative: censored)")
     p.add_argument("--one-hot", action="store_true",
                    help="one 0/1 column per category instead of native categorical splits")
     p.add_argument("--seed", type=seed, default=0, help="seed of the split and the model")
@@ -99,7 +109,8 @@ class Split:
     zero_based: bool | None = None
 
 
-def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Split:
+def load_split(path, target, task, one_hot, seed, test=None, query=None,
+               event=None) -> Split:
     """The data of ``train``: features and target, split into the train and test parts.
 
     Parameters
@@ -108,18 +119,21 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Spli
         The data file.
     target : str or None
         Its target column (ARFF/CSV).
-    task : {"auto", "classification", "regression", "ranking"}
+    task : {"auto", "classification", "regression", "ranking", "survival"}
         The task; "auto" decides from the file (see ``study.data.load_spec``).
     one_hot : bool
         One-hot encode the categorical columns.
     seed : int
-        Seed of the 80/20 split (the study's helpers: rows stratified by class, or
-        whole queries for ranking).
+        Seed of the 80/20 split (the study's helpers: rows stratified by class or, for
+        survival, by the event indicator, or whole queries for ranking).
     test : str or path-like, default=None
         A test file in the same format and columns, used as the test part instead of
         a split of ``path``.
     query : str, default=None
         Column of query ids of an ARFF/CSV ranking file.
+    event : str, default=None
+        Event indicator column of an ARFF/CSV survival file (the target is then the
+        time); the survival targets are signed times (``treeboost.survival``).
 
     Returns
     -------
@@ -137,7 +151,7 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Spli
     )
 
     spec = DatasetSpec(os.path.basename(path), os.fspath(path), target,
-                       None if task == "auto" else task, query)
+                       None if task == "auto" else task, query, event)
     zero_based = None
     if is_svmlight_file(spec.source):
         # a training file and its test file are read together: one index base decided
@@ -147,7 +161,7 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Spli
             if not is_svmlight_file(test):
                 raise _format_mismatch(test)
             specs.append(DatasetSpec(os.path.basename(test), os.fspath(test), None,
-                                     spec.task, query))
+                                     spec.task, query, event))
         parts, zero_based = load_svmlight_specs(specs)
         (X, y, group), task = parts[0], "ranking"
         if test is not None:
@@ -157,7 +171,8 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Spli
     else:
         X, y, task, group = load_spec(spec, return_group=True)
     if test is not None:
-        test_spec = DatasetSpec(os.path.basename(test), os.fspath(test), target, task, query)
+        test_spec = DatasetSpec(os.path.basename(test), os.fspath(test), target, task, query,
+                                event)
         X_test, y_test, _, test_group = load_spec(test_spec, return_group=True)
         X, X_test = _like_training(X, X_test, test, one_hot)
         return Split(task, X, X_test, y, y_test, group, test_group,
@@ -169,7 +184,8 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None) -> Spli
         how = "80/20 by query"
     else:
         (train, held), train_group, test_group = split_indices(y, task, 1, 0, seed), None, None
-        how = "80/20 stratified" if task == "classification" else "80/20"
+        how = {"classification": "80/20 stratified",
+               "survival": "80/20 stratified by event"}.get(task, "80/20")
     return Split(task, take_rows(X, train), take_rows(X, held), take_rows(y, train),
                  take_rows(y, held), train_group, test_group, how, zero_based)
 
@@ -212,17 +228,62 @@ def _like_training(X, X_test, path, one_hot):
 def make_model(task, params, seed):
     """The estimator of ``task`` with the given parameters and seed."""
     from .. import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
+    from ..survival import TreeBoostSurvival
 
-    cls = {"classification": TreeBoostClassifier, "ranking": TreeBoostRanker}.get(
-        task, TreeBoostRegressor)
+    cls = {"classification": TreeBoostClassifier, "ranking": TreeBoostRanker,
+           "survival": TreeBoostSurvival}.get(task, TreeBoostRegressor)
     return cls(**params, random_state=seed)
+
+
+def decide_task(task, loss):
+    """The ``--task`` to load with: "survival" for ``--loss cox`` (a survival loss) when
+    the task is "auto"; a survival loss refused (naming ``--loss``) for another task."""
+    from ..losses import SURVIVAL_LOSSES
+
+    if not isinstance(loss, str) or loss not in SURVIVAL_LOSSES:
+        return task
+    if task == "auto":
+        return "survival"
+    if task != "survival":
+        raise ValueError(f"--loss {loss} is a survival loss, and the task is {task}: use "
+                         "--task survival (or auto), with --event-column or a target of "
+                         "signed times")
+    return task
+
+
+def survival_params(chosen: dict) -> dict:
+    """``chosen`` checked for ``TreeBoostSurvival``: the regressor's options but its loss
+    parameters (``--alpha``, ``--power``), and a survival ``--loss``."""
+    from .. import params as _params
+    from ..losses import SURVIVAL_LOSSES
+
+    for name in _params.part_names("loss", "regressor"):
+        if name in chosen:
+            raise ValueError(f"--{name.replace('_', '-')} applies to regression only, and "
+                             "this dataset's task is survival")
+    loss = chosen.get("loss")
+    if loss is not None and loss not in SURVIVAL_LOSSES:
+        raise ValueError(f"--loss {loss} is not a survival loss; this dataset's task is "
+                         f"survival, whose losses are {', '.join(SURVIVAL_LOSSES)}")
+    return chosen
 
 
 def metrics(task, model, X_test, y_test, group=None) -> dict:
     """Test metrics: accuracy, log-loss, AUC (binary), macro F1; or RMSE, MAE, R2; or,
-    for ranking (``group`` the test queries' sizes), NDCG@1/3/5/10 and MAP@10."""
+    for ranking (``group`` the test queries' sizes), NDCG@1/3/5/10 and MAP@10; or, for
+    survival (``y_test`` signed times), Harrell's concordance index ("cindex") and
+    Breslow's negative log partial likelihood per event ("cox-nloglik", NaN without an
+    event among the test rows)."""
     from sklearn import metrics as m
 
+    if task == "survival":
+        from .._survival_metrics import concordance_index, cox_negative_log_likelihood
+
+        y = np.asarray(y_test, dtype=np.float64)
+        risk = model.predict(X_test)
+        return {"cindex": float(concordance_index(y, risk)),
+                "cox-nloglik": float(cox_negative_log_likelihood(y, risk))
+                if np.any(y > 0) else float("nan")}
     if task == "ranking":
         from ..metrics import map_at_k, ndcg_at_k
 
@@ -298,15 +359,21 @@ def run(args) -> int:
         check_destination(args.save)  # before the fit, not after it
         if os.path.exists(args.save) and not args.force:
             raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
-    data = load_split(args.data, args.target, args.task, args.one_hot, args.seed, args.test,
-                      args.query_column)
+    task = decide_task(args.task, getattr(args, "loss", None))
+    data = load_split(args.data, args.target, task, args.one_hot, args.seed, args.test,
+                      args.query_column, args.event_column)
     task = data.task
     chosen = chosen_params(args, SCOPES[task])
+    if task == "survival":
+        chosen = survival_params(chosen)
     model = make_model(task, chosen, args.seed)
     callbacks = progress_callbacks(args.progress, chosen.get("verbose"))
     start = time.perf_counter()
     if task == "ranking":
         model.fit(data.X_train, data.y_train, group=data.train_group, callbacks=callbacks)
+    elif task == "survival":  # signed times
+        model.fit(data.X_train, np.asarray(data.y_train, dtype=np.float64),
+                  callbacks=callbacks)
     else:
         model.fit(data.X_train, np.asarray(data.y_train) if task == "classification"
                   else data.y_train, callbacks=callbacks)
@@ -322,6 +389,9 @@ def run(args) -> int:
         report["test"] = os.fspath(args.test)
     if task == "classification":
         report["n_classes"] = int(len(model.classes_))
+    if task == "survival":
+        report["n_events_train"] = int(np.sum(np.asarray(data.y_train) > 0))
+        report["n_events_test"] = int(np.sum(np.asarray(data.y_test) > 0))
     if task == "ranking":
         report["n_queries_train"] = int(data.train_group.size)
         report["n_queries_test"] = int(data.test_group.size)
@@ -346,12 +416,16 @@ def _print_text(report: dict) -> None:
     if "n_queries_train" in report:
         train += f" ({report['n_queries_train']} queries)"
         test += f" ({report['n_queries_test']} queries)"
+    if "n_events_train" in report:
+        train += f" ({report['n_events_train']} events)"
+        test += f" ({report['n_events_test']} events)"
     print(f"split     {report['split']}, seed {report['seed']}: {train}, {test}")
     params = ", ".join(f"{k}={v}" for k, v in report["params"].items()) or "defaults"
     print(f"params    {params}")
     print(f"fit time  {report['fit_seconds']:.3f} s")
     ranking = [f"ndcg@{k}" for k in NDCG_CUTOFFS] + [f"map@{MAP_CUTOFF}"]
-    for name in ("accuracy", "log_loss", "auc", "f1_macro", "rmse", "mae", "r2", *ranking):
+    for name in ("accuracy", "log_loss", "auc", "f1_macro", "rmse", "mae", "r2", *ranking,
+                 "cindex", "cox-nloglik"):
         if name in report:
             print(f"{name:<9} {report[name]:.6g}")
     if "model" in report:

@@ -58,7 +58,9 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
     ----------
     data : list of str or path-like, default=()
         Data files and folders (see ``data.discover``): ARFF, CSV, and svmlight files
-        with query groups (ranking, scored by NDCG@10 over the test queries); empty: the
+        with query groups (ranking, scored by NDCG@10 over the test queries); a
+        manifest's "survival" datasets (a time target and an ``event`` column, or signed
+        times) are scored by the concordance index of ``TreeBoostSurvival``; empty: the
         datasets bundled with scikit-learn (breast_cancer, iris, wine, diabetes), offline.
     out : str or path-like, default="study"
         Folder of the database ``study.sqlite`` and the report. A folder holding a
@@ -85,12 +87,13 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
         One-hot encode categorical columns instead of native categorical splits.
     target : str, default=None
         Target column of files no manifest describes.
-    task : {"all", "classification", "regression", "ranking"}, default="all"
+    task : {"all", "classification", "regression", "ranking", "survival"}, default="all"
         Which datasets to keep.
     baselines : list of str, default=None
         Reference models ("treeboost" defaults, "lightgbm", "sklearn") run with their
         default parameters on the same folds; None: :func:`available_baselines`.
-        "sklearn" has no ranking model and is skipped on ranking datasets.
+        "sklearn" has no ranking model and is skipped on ranking datasets; survival
+        datasets have treeboost's defaults only (neither peer has a Cox model).
     progress : file or None, default=sys.stderr
         Where the progress bar goes.
     report : bool, default=True
@@ -111,9 +114,9 @@ def run_study(data=(), out="study", *, grid=None, search="grid", trials=None, fo
         raise ValueError(f"jobs={jobs!r} must be an int >= 1")
     if trials is not None and (not isinstance(trials, int) or trials < 1):
         raise ValueError(f"trials={trials!r} must be an int >= 1")
-    if task not in ("all", "classification", "regression", "ranking"):
-        raise ValueError(f"task={task!r} must be 'all', 'classification', 'regression' or "
-                         "'ranking'")
+    if task not in ("all", "classification", "regression", "ranking", "survival"):
+        raise ValueError(f"task={task!r} must be 'all', 'classification', 'regression', "
+                         "'ranking' or 'survival'")
     base = DEFAULT_BAYES_GRID if search == "bayes" else DEFAULT_GRID
     grid = parse_grid(grid or [], base) if grid is None or not isinstance(grid, dict) \
         else dict(sorted(grid.items()))

@@ -29,7 +29,7 @@ _SUFFIXES = _TABULAR + SVMLIGHT_SUFFIXES
 
 #: the task of each ``task`` value of a MANIFEST.tsv
 _MANIFEST_TASKS = {"binary": "classification", "multiclass": "classification",
-                   "regression": "regression", "ranking": "ranking"}
+                   "regression": "regression", "ranking": "ranking", "survival": "survival"}
 
 #: cut-off of the NDCG that scores ranking (LightGBM's and the literature's usual one)
 NDCG_K = 10
@@ -47,7 +47,8 @@ class Score(NamedTuple):
 #: the test score of each task
 SCORES = {"classification": Score("accuracy", True, "accuracy"),
           "regression": Score("rmse", False, "RMSE"),
-          "ranking": Score(f"ndcg@{NDCG_K}", True, f"NDCG@{NDCG_K}")}
+          "ranking": Score(f"ndcg@{NDCG_K}", True, f"NDCG@{NDCG_K}"),
+          "survival": Score("cindex", True, "concordance index")}
 
 #: the offline default: datasets shipped inside scikit-learn (name -> task)
 BUNDLED = {"breast_cancer": "classification", "iris": "classification",
@@ -58,10 +59,13 @@ BUNDLED = {"breast_cancer": "classification", "iris": "classification",
 class DatasetSpec:
     """Where a dataset comes from: a file (``source`` its path) or ``sklearn:<name>``.
 
-    ``task`` is "classification", "regression", "ranking" or None (decided when the file
-    is loaded: ranking for an svmlight file with query groups or with ``query``, else by
-    the target's type). ``query`` names the column of query ids of an ARFF/CSV ranking
-    dataset.
+    ``task`` is "classification", "regression", "ranking", "survival" or None (decided
+    when the file is loaded: ranking for an svmlight file with query groups or with
+    ``query``, survival with ``event``, else by the target's type). ``query`` names the
+    column of query ids of an ARFF/CSV ranking dataset; ``event`` the event indicator
+    column (0/1 or bool) of an ARFF/CSV survival dataset, whose target is then the time
+    (> 0); a survival dataset without ``event`` has signed times as its target
+    (positive: an event, negative: censored, ``treeboost.survival``'s convention).
     """
 
     name: str
@@ -69,6 +73,7 @@ class DatasetSpec:
     target: str | None = None
     task: str | None = None
     query: str | None = None
+    event: str | None = None
 
 
 def _strip_suffix(filename: str) -> str:
@@ -86,7 +91,8 @@ def _manifest(folder: Path) -> list[DatasetSpec]:
     for row in rows:
         task = _MANIFEST_TASKS.get(row.get("task", ""))
         specs.append(DatasetSpec(row["name"], str(folder / row["file"]),
-                                 row.get("target") or None, task, row.get("query") or None))
+                                 row.get("target") or None, task, row.get("query") or None,
+                                 row.get("event") or None))
     return specs
 
 
@@ -128,7 +134,8 @@ def discover(paths, target: str | None = None) -> list[DatasetSpec]:
     paths : list of str or path-like
         Data files and folders. A folder with a ``MANIFEST.tsv`` (name, file, task,
         target columns, as in ``../shared/datasets``; task "ranking" and an optional
-        ``query`` column for ranking data) lists its datasets; otherwise every ARFF,
+        ``query`` column for ranking data; task "survival" and an optional ``event``
+        column for survival data) lists its datasets; otherwise every ARFF,
         CSV or svmlight file in it is one. An svmlight file is known by its suffix or,
         for any other name (LightGBM's ``rank.train``), by its first line. An empty list
         means :data:`BUNDLED`.
@@ -204,11 +211,13 @@ def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
         query column of a ranking ARFF/CSV file is not among them.
     y : pandas.Series, or ndarray of float64 for ranking
         Target, rows with a missing target removed; for ranking, the relevance labels
-        (whole numbers >= 0).
+        (whole numbers >= 0); for survival, float64 signed times (the time of an event,
+        minus the time of a censored row).
     task : str
         "ranking" for an svmlight file (which must have query groups) or a spec with a
-        ``query`` column; else "classification" for a categorical (nominal, text) target
-        or a dataset declared so, else "regression".
+        ``query`` column; "survival" for a spec with an ``event`` column or declared so;
+        else "classification" for a categorical (nominal, text) target or a dataset
+        declared so, else "regression".
     group : ndarray of int64 or None
         Only with ``return_group=True``: the query sizes in row order, for ranking.
 
@@ -217,9 +226,10 @@ def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
     DataError
         For an unreadable file, a ranking dataset without query groups, an svmlight file
         declared other than ranking, query rows that are not contiguous, or labels that
-        do not fit the task.
+        do not fit the task (survival: an event column not 0/1 or bool, times <= 0
+        beside it, signed times of 0, no event).
     """
-    group = None
+    group = event = None
     if spec.source.startswith("sklearn:"):
         X, y = _load_bundled(spec.source.split(":", 1)[1])
     elif is_svmlight_file(spec.source):
@@ -233,11 +243,19 @@ def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
                 raise DataError(f"{spec.source}: query column {spec.query!r} is not a column "
                                 f"(columns: {', '.join(map(str, X.columns))})")
             group = X.pop(spec.query)
+        if spec.event is not None:
+            if spec.event not in X.columns:
+                raise DataError(f"{spec.source}: event column {spec.event!r} is not a column "
+                                f"(columns: {', '.join(map(str, X.columns))})")
+            event = X.pop(spec.event)
     task = spec.task
     if task is None:
-        task = "ranking" if group is not None else \
+        task = "ranking" if group is not None else "survival" if event is not None else \
             "classification" if isinstance(y.dtype, pd.CategoricalDtype) or \
             y.dtype.kind in "bOU" else "regression"
+    if task != "survival" and event is not None:
+        raise DataError(f"{spec.source}: an event column ({spec.event!r}) is for survival, "
+                        f"and the task is {task}: use --task survival (or auto)")
     if task == "ranking" and group is None:
         raise DataError(f"{spec.source}: ranking needs query groups: give the column of "
                         "query ids (--query-column), or use an svmlight file with 'qid:' "
@@ -248,6 +266,9 @@ def load_spec(spec: DatasetSpec, *, return_group=False, zero_based="auto"):
     if task == "ranking":
         X, y, group = _ranking_data(X, y, group, spec)
         return (X, y, task, group) if return_group else (X, y, task)
+    if task == "survival":
+        X, y = _survival_data(X, y, event, spec)
+        return (X, y, task, None) if return_group else (X, y, task)
     keep = y.notna().to_numpy()
     if not keep.all():
         X, y = _drop_missing_target(X, y, keep, spec.source)
@@ -311,6 +332,9 @@ def _check_svmlight_spec(spec: DatasetSpec) -> None:
         raise DataError(f"{spec.source}: a query column ({spec.query!r}) does not apply to "
                         "an svmlight file, whose queries are its 'qid:' tokens or its "
                         ".query file")
+    if spec.event is not None:
+        raise DataError(f"{spec.source}: an event column ({spec.event!r}) does not apply to "
+                        "an svmlight file, which is read for ranking only")
     if spec.task not in (None, "ranking"):
         raise DataError(f"{spec.source}: an svmlight file is read for ranking only, and "
                         f"the task is {spec.task}; load it in Python for {spec.task} "
@@ -343,6 +367,81 @@ def _ranking_data(X, y, group, spec):
     sizes = np.diff(np.r_[starts, codes.size]).astype(np.int64)
     y = _regression_target(y, spec.source).to_numpy()
     return X.reset_index(drop=True), _relevance(y, spec.source), sizes
+
+
+def _survival_data(X, y, event, spec):
+    """Features and signed times (a float64 series named as the target) of a survival
+    dataset: the target is the time and ``event`` the event indicator column, or, without
+    one, the target is signed times already. Rows without a target are left out (with a
+    warning); every refusal names the file, the column and the first bad data row."""
+    keep = y.notna().to_numpy()
+    rows = np.flatnonzero(keep)  # data rows (0-based) of the rows kept
+    if not keep.all():
+        X, y = _drop_missing_target(X, y, keep, spec.source)
+        event = None if event is None else event[keep]
+    try:
+        time = y.to_numpy(np.float64)
+    except (TypeError, ValueError):
+        text = [v for v in pd.unique(y.astype(object)) if isinstance(v, str)][:3]
+        raise DataError(f"{spec.source}: target column {y.name!r} holds text (e.g. "
+                        f"{', '.join(map(repr, text))}) and cannot be survival times") from None
+    if event is None:  # signed times: t > 0 an event at t, t < 0 censored at -t
+        bad = ~np.isfinite(time) | (time == 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{spec.source}: signed survival times (target column {y.name!r}; "
+                            "t > 0: an event at t, t < 0: censored at -t) must be finite and "
+                            f"not 0; {int(bad.sum())} are not, the first in data row "
+                            f"{rows[i] + 1}: {time[i]:g} (or give the event indicator column: "
+                            "--event-column)")
+        if time.size and not np.any(time > 0):
+            raise DataError(f"{spec.source}: target column {y.name!r} holds no event (every "
+                            "signed time is < 0, censored): the Cox partial likelihood needs "
+                            "at least one (or give the event indicator column: "
+                            "--event-column)")
+        signed = time
+    else:
+        observed = _event_indicator(event, spec, rows)
+        bad = ~(np.isfinite(time) & (time > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{spec.source}: survival times must be > 0 (target column "
+                            f"{y.name!r}, beside event column {spec.event!r}); {int(bad.sum())} "
+                            f"are not, the first in data row {rows[i] + 1}: {time[i]:g}")
+        if observed.size and not observed.any():
+            raise DataError(f"{spec.source}: event column {spec.event!r} holds no event (no 1 "
+                            "or true): the Cox partial likelihood needs at least one")
+        signed = np.where(observed, time, -time)
+    return X.reset_index(drop=True), pd.Series(signed, name=y.name)
+
+
+def _event_indicator(event, spec, rows) -> np.ndarray:
+    """The event column as bools: 0/1 numbers, bools, or the texts 0/1/true/false."""
+    missing = event.isna().to_numpy()
+    if missing.any():
+        raise DataError(f"{spec.source}: event column {spec.event!r} is empty in data row "
+                        f"{rows[int(np.argmax(missing))] + 1}")
+    if event.dtype.kind == "b":
+        return event.to_numpy(bool)
+    if event.dtype.kind in "iuf":
+        values = event.to_numpy(np.float64)
+        observed, censored = values == 1, values == 0
+    else:
+        text = event.astype(str).str.strip().str.lower()
+        observed = text.isin(["1", "1.0", "true"]).to_numpy()
+        censored = text.isin(["0", "0.0", "false"]).to_numpy()
+    bad = ~(observed | censored)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise DataError(f"{spec.source}: event column {spec.event!r} must hold 0/1 or "
+                        f"true/false (1: the event was observed, 0: censored); data row "
+                        f"{rows[i] + 1} has {_shown(event.iloc[i])}")
+    return observed
+
+
+def _shown(value) -> str:
+    """A data value in a message: numbers as written (3, not np.float64(3.0))."""
+    return f"{float(value):g}" if isinstance(value, (int, float, np.number)) else repr(value)
 
 
 def _relevance(y, source) -> np.ndarray:
@@ -394,7 +493,8 @@ def _holdout(y, task: str, seed: int):
     rows = np.arange(len(y))
     if task == "regression":
         return train_test_split(rows, test_size=0.2, random_state=seed)
-    labels = np.asarray(y.astype(str) if isinstance(y, pd.Series) else y)
+    labels = _events(y) if task == "survival" else \
+        np.asarray(y.astype(str) if isinstance(y, pd.Series) else y)
     _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
     # a class with one row cannot be on both sides: it is kept for training
     single = counts[inverse] < 2
@@ -406,12 +506,18 @@ def _holdout(y, task: str, seed: int):
     return np.sort(np.concatenate([train, rows[single]])), np.sort(test)
 
 
+def _events(y) -> np.ndarray:
+    """The event indicator of signed survival times: what survival splits stratify by."""
+    return np.asarray(y, dtype=np.float64) > 0
+
+
 def split_indices(y, task: str, n_folds: int, fold: int, seed: int):
     """Train and test row indices of one fold.
 
     ``n_folds == 1`` is an 80/20 hold-out, stratified for classification (classes with
-    a single row stay in training); ``n_folds >= 2`` is a shuffled k-fold, stratified
-    for classification. Both are seeded by ``seed``, so every configuration, every
+    a single row stay in training) and for survival by the event indicator (so both
+    parts keep the share of censored rows); ``n_folds >= 2`` is a shuffled k-fold,
+    stratified alike. Both are seeded by ``seed``, so every configuration, every
     library and every resumed run sees the same rows.
     """
     if n_folds == 1:
@@ -425,7 +531,7 @@ def split_indices(y, task: str, n_folds: int, fold: int, seed: int):
         splitter = KFold(n_folds, shuffle=True, random_state=seed)
         folds = list(splitter.split(rows))
     else:
-        labels = np.asarray(y.astype(str))
+        labels = _events(y) if task == "survival" else np.asarray(y.astype(str))
         with warnings.catch_warnings():
             # rare classes (fewer rows than folds) are spread as far as they go
             warnings.simplefilter("ignore", UserWarning)
@@ -522,7 +628,7 @@ def prepare_fold(spec: DatasetSpec, n_folds: int, fold: int, seed: int,
                     y[train], y[test], train_group, test_group)
     train, test = split_indices(y, task, n_folds, fold, seed)
     y_train, y_test = y.iloc[train].reset_index(drop=True), y.iloc[test].reset_index(drop=True)
-    if task == "regression":
+    if task in ("regression", "survival"):  # numbers: signed times for survival
         classes, train_codes, test_codes = None, y_train.to_numpy(np.float64), \
             y_test.to_numpy(np.float64)
     else:

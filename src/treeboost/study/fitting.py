@@ -4,10 +4,10 @@ Data flow (inside a worker process): a task -> :func:`_fold_data` (the fold, loa
 encoded once per process and kept for the next task on the same fold) -> :func:`_train_set`
 (a ``Dataset`` per ``max_bins``, binned once and reused by every configuration) ->
 ``treeboost.train`` with ``max(stages)`` trees -> the test score at each stage (accuracy,
-RMSE, or NDCG@10 over the test queries for ranking) -> results returned to the parent,
-which stores them. Peers (LightGBM, scikit-learn's GradientBoosting; for ranking
-LightGBM's LGBMRanker only) and treeboost's defaults run through :func:`run_baseline` on
-the same folds.
+RMSE, NDCG@10 over the test queries for ranking, or the concordance index for survival)
+-> results returned to the parent, which stores them. Peers (LightGBM, scikit-learn's
+GradientBoosting; for ranking LightGBM's LGBMRanker only; for survival none, neither has
+a Cox model) and treeboost's defaults run through :func:`run_baseline` on the same folds.
 
 Like the estimators, the study is a client of ``train``; the difference is only that
 the binned data is shared. ``tests/test_study.py`` checks that the scores equal those of
@@ -36,7 +36,10 @@ BASELINES = ("treeboost", "lightgbm", "sklearn")
 
 def baselines_for(task: str, baselines) -> tuple:
     """The reference models of ``baselines`` that can learn ``task``: scikit-learn has no
-    ranker, so it sits out the ranking datasets (not an error: it is a study default)."""
+    ranker, so it sits out the ranking datasets, and only treeboost has a survival model
+    (not an error: they are study defaults)."""
+    if task == "survival":
+        return tuple(m for m in baselines if m == "treeboost")
     return tuple(m for m in baselines if not (task == "ranking" and m == "sklearn"))
 
 # folds kept per process: tasks arrive grouped by dataset, so two cover the switch
@@ -182,9 +185,10 @@ def _train_set(entry: _FoldData, max_bins: int, seed: int):
 def make_estimator(task: str, config: dict, seed: int):
     """The estimator a configuration stands for (one thread, seeded)."""
     from ..sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
+    from ..survival import TreeBoostSurvival
 
-    cls = {"classification": TreeBoostClassifier, "ranking": TreeBoostRanker}.get(
-        task, TreeBoostRegressor)
+    cls = {"classification": TreeBoostClassifier, "ranking": TreeBoostRanker,
+           "survival": TreeBoostSurvival}.get(task, TreeBoostRegressor)
     return cls(**config, random_state=seed, n_jobs=1)
 
 
@@ -196,10 +200,15 @@ def ndcg(y, scores, group) -> float:
 
 
 def score(task: str, raw: np.ndarray, codes: np.ndarray, loss, group=None) -> float:
-    """Accuracy (classification), RMSE (regression) or NDCG@10 (ranking, over the queries
-    of sizes ``group``) of raw scores against targets."""
+    """Accuracy (classification), RMSE (regression), NDCG@10 (ranking, over the queries
+    of sizes ``group``) or Harrell's concordance index (survival: the raw scores are the
+    log hazard ratios, ``codes`` the signed times) of raw scores against targets."""
     if task == "ranking":
         return ndcg(codes, raw[:, 0], group)
+    if task == "survival":
+        from .._survival_metrics import concordance_index
+
+        return float(concordance_index(codes, raw[:, 0]))
     if task == "classification":
         predicted = (raw[:, 0] > 0) if raw.shape[1] == 1 else raw.argmax(axis=1)
         return float(np.mean(predicted == codes))
@@ -242,6 +251,9 @@ def _peer(model: str, task: str, seed: int):
         cls = {"classification": lightgbm.LGBMClassifier,
                "ranking": lightgbm.LGBMRanker}.get(task, lightgbm.LGBMRegressor)
         return cls(random_state=seed, n_jobs=1, verbose=-1)
+    if model in ("lightgbm", "sklearn") and task == "survival":
+        raise ValueError(f"{model} has no survival (Cox) model: leave it out of the "
+                         "baselines of survival datasets")
     if model == "sklearn" and task == "ranking":
         raise ValueError("scikit-learn has no ranking model: leave 'sklearn' out of the "
                          "baselines of ranking datasets")
@@ -275,6 +287,12 @@ def run_baseline(task: BaselineTask) -> dict:
     if fold.task == "ranking":
         model.fit(X_train, fold.y_train, group=fold.train_group)
         return {"score": ndcg(fold.y_test, model.predict(X_test), fold.test_group),
+                "seconds": time.perf_counter() - start}
+    if fold.task == "survival":
+        from .._survival_metrics import concordance_index
+
+        model.fit(X_train, fold.train_codes)
+        return {"score": float(concordance_index(fold.test_codes, model.predict(X_test))),
                 "seconds": time.perf_counter() - start}
     target = fold.y_train if fold.task == "regression" else np.asarray(fold.y_train)
     model.fit(X_train, target)

@@ -175,9 +175,9 @@ def _settings_text(summary: Summary, store) -> str:
     s = summary.settings
     grid = ", ".join(f"{k} {{{', '.join(map(str, v))}}}" for k, v in s["grid"].items())
     protocol = ("a stratified 80/20 hold-out (plain for regression, by whole queries for "
-                "ranking)" if s["folds"] == 1 else
+                "ranking, by event for survival)" if s["folds"] == 1 else
                 f"stratified {s['folds']}-fold cross-validation (plain k-fold for regression, "
-                f"shuffled folds of whole queries for ranking)")
+                f"shuffled folds of whole queries for ranking, by event for survival)")
     search = "every configuration of the grid" if s["search"] == "grid" else \
         (f"a Bayesian search (Optuna TPE) inside the grid's bounds, budget "
          f"{s['trials'] or 'the grid size'} configurations per dataset")
@@ -186,20 +186,22 @@ def _settings_text(summary: Summary, store) -> str:
     seconds = runs[1] or 0.0
     return (f"Search: {search}. Grid: {grid}. Protocol: {protocol}, seed {s['seed']}; "
             f"scores are test accuracy (classification, higher is better), RMSE "
-            f"(regression, lower is better) or {SCORES['ranking'].label}, the mean over the "
-            f"test queries (ranking, higher is better); every model sees the same rows. "
+            f"(regression, lower is better), {SCORES['ranking'].label}, the mean over the "
+            f"test queries (ranking, higher is better) or Harrell's concordance index "
+            f"(survival, higher is better); every model sees the same rows. "
             f"Encoding: {'one-hot' if s['one_hot'] else 'native categorical splits'}. "
             f"Reference models use their libraries' default parameters on the same folds "
             f"(scikit-learn's GradientBoosting on one-hot columns with median-imputed "
             f"missing values; it has no ranking model; LightGBM's for ranking is "
-            f"LGBMRanker). Wall time of the completed runs: {seconds / 60:.1f} min "
-            f"over {runs[0]} run(s).")
+            f"LGBMRanker; neither has a survival model). Wall time of the completed runs: "
+            f"{seconds / 60:.1f} min over {runs[0]} run(s).")
 
 
 def _blocks(summary: Summary, store, figures: dict) -> list:
     blocks = [("h1", "treeboost study"), ("p", _settings_text(summary, store)),
               ("p", f"Tie-breaking rule: {TIE_RULE}")]
-    for name, task in (("best", "classification"), ("best_ranking", "ranking")):
+    for name, task in (("best", "classification"), ("best_ranking", "ranking"),
+                       ("best_survival", "survival")):
         if name in figures:
             blocks += [("h2", f"Best {SCORES[task].label} per dataset"),
                        ("img", figures[name])]
@@ -210,7 +212,7 @@ def _blocks(summary: Summary, store, figures: dict) -> list:
                    ("img", figures["params"])]
     if "lr_trees" in figures:
         blocks += [("h2", "Learning rate against number of trees"), ("img", figures["lr_trees"])]
-    for task in ("classification", "regression", "ranking"):
+    for task in ("classification", "regression", "ranking", "survival"):
         table = _table(summary, task)
         if table is not None:
             blocks += [("h2", f"{task.capitalize()}: best configuration and "
@@ -285,6 +287,7 @@ def write_report(store, datasets=None) -> Path:
     if not summary.best.empty:
         for name, draw in (("best", lambda s, p: _fig_best(s, p, "classification")),
                            ("best_ranking", lambda s, p: _fig_best(s, p, "ranking")),
+                           ("best_survival", lambda s, p: _fig_best(s, p, "survival")),
                            ("params", _fig_params), ("lr_trees", _fig_lr_trees)):
             if draw(summary, folder / "figures" / f"{name}.png"):
                 figures[name] = f"figures/{name}.png"
