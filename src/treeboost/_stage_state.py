@@ -23,7 +23,7 @@ from ._plan import make_plan
 from .binning import SparseBinned
 from .exceptions import DivergenceError
 from .grower import GrownTree, TreeGrower, splittable_features
-from .losses import Loss
+from .losses import Loss, TrainingData
 from .tree import Tree
 
 
@@ -37,10 +37,15 @@ class _TrainingState:
     """
 
     def __init__(self, booster, X_binned, y, sample_weight, eval_sets,
-                 init_raw=None, group_offsets=None, collective=None, plan=None):
+                 init_raw=None, group_offsets=None, collective=None, plan=None, *,
+                 data: TrainingData | None = None):
         K, (_, n) = booster.n_outputs, X_binned.shape
         self.booster, self.X_binned, self.y, self.sample_weight = (booster, X_binned, y,
                                                                    sample_weight)
+        #: the loss's view of the rows (``Booster.fit`` builds it, for ``Loss.prepare``),
+        #: and the current stage's, with its random streams (``gradients``)
+        self.data = self.stage_data = data if data is not None else TrainingData(
+            y, sample_weight, group_offsets, n_outputs=K)
         self.n, self.eval_sets = n, list(eval_sets)
         self.group_offsets = group_offsets
         self.collective = collective
@@ -102,10 +107,11 @@ class _TrainingState:
     def gradients(self, loss: Loss, raw: np.ndarray, rngs=None):
         """Fill ``gradient``/``hessian`` at ``raw``; return the loss's stage context.
 
-        A loss that needs groups (ranking) gets them as ``group_offsets``; one whose
-        ``needs_rng`` is true also gets the stage's "objective" stream as ``rng``,
-        for the draws its gradients make (rank_xendcg's noise).
+        The loss gets the fit's ``TrainingData`` with the stage's streams ``rngs``
+        (``stage_data``: its ``rng`` is the stage's "objective" stream, for the draws
+        its gradients make, rank_xendcg's noise).
         """
+        data = self.stage_data = self.data.at_stage(rngs)
         if self.collective is not None and loss.gradients_read_every_row:
             # the stage's context (Huber's delta) from every member's rows, in rank order
             if self._every_y_w is None:
@@ -113,16 +119,8 @@ class _TrainingState:
                                                   [self.y, self.sample_weight])
             every_raw = _gather_columns(self.collective, [raw])[0]
             context = loss.stage_context(self._every_y_w[0], every_raw, self._every_y_w[1])
-            return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
-                                         self.hessian, context=context)
-        if loss.needs_group:  # ranking losses read the query groups
-            extra = {"group_offsets": self.group_offsets}
-            if loss.needs_rng:
-                extra["rng"] = rngs["objective"]
-            return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
-                                         self.hessian, **extra)
-        return loss.gradient_hessian(self.y, raw, self.sample_weight, self.gradient,
-                                     self.hessian)
+            return loss.gradients(data, raw, self.gradient, self.hessian, context=context)
+        return loss.gradients(data, raw, self.gradient, self.hessian)
 
     def scores(self, i: int) -> np.ndarray:
         """Raw scores of eval set ``i`` (-1: the training rows), averaged for rf."""

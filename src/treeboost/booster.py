@@ -29,7 +29,12 @@ from ._distributed_stage import (
 )
 from ._dtypes import INDEX_DTYPE, SUM_DTYPE, readonly
 from ._input import check_predict_X, check_stage_count, check_stages
-from ._kernels.booster import grow_newton_tree, grow_newton_trees, raw_thresholds
+from ._kernels.booster import (
+    finish_values,
+    grow_newton_tree,
+    grow_newton_trees,
+    raw_thresholds,
+)
 from ._kernels.splitting import BITSET_WORDS
 from ._logging import log_info
 from ._stage_state import _trace_record, _TrainingState
@@ -37,7 +42,7 @@ from .binning import BinMapper, canonical_sparse
 from .callbacks import CallbackList
 from .constraints import clip_line_search_values, monotone_array
 from .grower import GrowerParams, GrownTree, TreeGrower, grow_with_collective
-from .losses import Loss, newton_leaf_value
+from .losses import Loss, TrainingData, newton_leaf_value
 from .metrics import evaluate
 from .modes import BoostingMode, boosting_mode, check_mode, column_sampler, row_sampler
 from .predictor import (
@@ -296,6 +301,9 @@ class Booster:
             raise ValueError("init_score cannot be used to continue a model with trees")
         if collective is not None:
             check_distributed(self, eval_sets, init_raw, group_offsets, X_binned)
+        # the loss's one view of the training rows, and its per-fit setup
+        data = TrainingData(y, sample_weight, group_offsets, n_outputs=self.n_outputs)
+        self.loss.prepare(data)
         if not self.trees:
             # LightGBM: no boost from average when the data carries init scores
             if init_raw is not None:
@@ -304,13 +312,12 @@ class Booster:
                 init = _distributed_init_score(self.loss, y, sample_weight, collective)
                 self.init_score = np.asarray(init, dtype=SUM_DTYPE)
             else:
-                self.init_score = np.asarray(self.loss.init_score(y, sample_weight),
-                                             dtype=SUM_DTYPE)
+                self.init_score = np.asarray(self.loss.init_raw(data), dtype=SUM_DTYPE)
             self.stage_weights = []
         self.seed = int(seed)
         mode, sampler, columns = self.mode, row_sampler(p), column_sampler(p)
         state = _TrainingState(self, X_binned, y, sample_weight, eval_sets, init_raw,
-                               group_offsets, collective, plan)
+                               group_offsets, collective, plan, data=data)
         self.execution_plan = state.plan
         if hasattr(self.loss, "parallel_shift_scores"):  # the softmax's row maxima
             self.loss.parallel_shift_scores = state.plan.parallel_shift_scores
@@ -442,11 +449,12 @@ class Booster:
             if state.collective is not None and self.loss.exact_leaves:
                 y_all, raw_all, w_all, rows_all, starts, stops = _gather_leaf_rows(
                     state.collective, grown, state.y, at[k], weight, indices)
-                gamma = self._leaf_values(grown, y_all, raw_all, w_all, rows_all, context,
+                every = TrainingData(y_all, w_all, n_outputs=K).at_stage(rngs)
+                gamma = self._leaf_values(grown, every, k, raw_all, rows_all, context,
                                           starts, stops)
             else:
-                gamma = self._leaf_values(grown, state.y, at[k:k + 1], weight, indices,
-                                          context)
+                gamma = self._leaf_values(grown, state.stage_data.with_weight(weight), k,
+                                          at[k:k + 1], indices, context)
             tree = self._make_tree(grown, shrink * gamma)
             if trace is not None:
                 trace.append(_trace_record(m, k, at[k], residual, hessian, state, grown,
@@ -517,48 +525,45 @@ class Booster:
             bm.n_edges_, _NO_ROWS if outside is None else outside, state.raw[k])
         return _grown_tree(int(n), *arrays)
 
-    def _leaf_values(self, grown: GrownTree, y, raw_k, sample_weight, indices, context,
-                     leaf_starts=None, leaf_stops=None):
-        """Every node's value before shrinkage: the loss's line search at the leaves.
+    def _leaf_values(self, grown: GrownTree, data: TrainingData, k: int, raw_k, indices,
+                     context, leaf_starts=None, leaf_stops=None):
+        """Every node's value before shrinkage: the loss's line search, then the caps.
 
-        ``leaf_starts`` / ``leaf_stops`` (with ``indices``) give each leaf's rows where
-        they are not ``grown``'s (rows gathered from the members of a collective).
+        Newton leaves take -T(G) / (H + lambda) and are clipped to the grower's
+        monotone bounds; a loss's own line search runs at the leaves, or under
+        monotone constraints at every node, clipped top-down by the same rule on its
+        own scale (``constraints.clip_line_search_values``). Then every value is
+        finished as the fused kernel finishes its own (``_kernels.booster.finish_values``:
+        the bounds, then ``max_delta_step``, a trust region for Newton steps on
+        near-zero hessians, XGBoost's). ``data`` holds the stage's rows and weights,
+        ``raw_k`` (1, n) output ``k``'s raw scores; ``leaf_starts`` / ``leaf_stops``
+        (with ``indices``) give each leaf's rows where they are not ``grown``'s (rows
+        gathered from the members of a collective).
         """
-        gp = self.params.grower
+        gp, loss = self.params.grower, self.loss
         value = newton_leaf_value(grown.sum_g, grown.sum_h, gp.reg_lambda, gp.reg_alpha)
-        if leaf_starts is None:
-            leaf_starts, leaf_stops = grown.leaf_starts, grown.leaf_stops
-        if grown.lower is not None:  # monotone constraints (treeboost.constraints)
-            self._constrained_values(grown, value, y, raw_k, sample_weight, indices, context)
+        lower = upper = _NO_BOUNDS
+        if loss.newton_leaves:
+            if grown.lower is not None:  # monotone constraints (treeboost.constraints)
+                lower, upper = grown.lower, grown.upper
+        elif grown.lower is not None:
+            value[:] = loss.line_search(data, k, raw_k, indices, grown.starts, grown.stops,
+                                        grown.sum_g, grown.sum_h, context, gp.reg_lambda,
+                                        gp.reg_alpha)
+            clip_line_search_values(value, grown.left, grown.right, grown.feature,
+                                    self._monotone)
         else:
-            value[grown.leaf_nodes] = self.loss.leaf_values(
-                y, raw_k, sample_weight, indices, leaf_starts, leaf_stops,
+            if leaf_starts is None:
+                leaf_starts, leaf_stops = grown.leaf_starts, grown.leaf_stops
+            value[grown.leaf_nodes] = loss.line_search(
+                data, k, raw_k, indices, leaf_starts, leaf_stops,
                 grown.sum_g[grown.leaf_nodes], grown.sum_h[grown.leaf_nodes], context,
                 gp.reg_lambda, gp.reg_alpha)
         mds = self.max_delta_step
-        if mds is not None:
-            # a trust region for the line search: Newton steps on near-zero
-            # hessians (XGBoost's max_delta_step)
-            np.clip(value, -mds, mds, out=value)
+        finish_values(value, np.ascontiguousarray(lower, dtype=np.float64),
+                      np.ascontiguousarray(upper, dtype=np.float64),
+                      np.inf if mds is None else float(mds))
         return value
-
-    def _constrained_values(self, grown: GrownTree, value, y, raw_k, sample_weight, indices,
-                            context) -> None:
-        """``_leaf_values`` under monotone constraints: every node's value within its bounds.
-
-        Newton leaves are clipped to the grower's bounds; a loss's own line search
-        runs at every node and is clipped top-down by the same rule on its own scale
-        (``constraints.clip_line_search_values``).
-        """
-        gp = self.params.grower
-        if self.loss.newton_leaves:
-            np.clip(value, grown.lower, grown.upper, out=value)
-            return
-        value[:] = self.loss.leaf_values(y, raw_k, sample_weight, indices, grown.starts,
-                                         grown.stops, grown.sum_g, grown.sum_h, context,
-                                         gp.reg_lambda, gp.reg_alpha)
-        clip_line_search_values(value, grown.left, grown.right, grown.feature,
-                                self._monotone)
 
     @property
     def _monotone(self) -> np.ndarray:
@@ -868,6 +873,8 @@ default="gain"
 
 
 _NO_ROWS = np.zeros(0, dtype=INDEX_DTYPE)
+#: the node bounds of a tree without monotone constraints (``finish_values``)
+_NO_BOUNDS = np.zeros(0, dtype=np.float64)
 
 
 def _grown_tree(n: int, feature, threshold, bin_threshold, missing_left, is_categorical,

@@ -660,14 +660,8 @@ def check_metric(spec, task: str) -> None:
 
 def loss_task(loss) -> str:
     """What ``loss`` fits, as ``check_metric``'s ``task``: "regression", "binary",
-    "multiclass", "ranking" or "survival"."""
-    if loss.needs_group:
-        return "ranking"
-    if getattr(loss, "is_survival", False):  # signed survival times (loss="cox")
-        return "survival"
-    if loss.is_classification:
-        return "binary" if loss.n_outputs == 1 else "multiclass"
-    return "regression"
+    "multiclass", "ranking" or "survival": the loss's ``task`` (``losses.Loss.task``)."""
+    return loss.task
 
 
 #: what a ranking loss logs when ``eval_metric`` is None (it has no per-row loss)

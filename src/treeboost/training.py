@@ -28,10 +28,10 @@ from .callbacks import EarlyStopping, EvaluationLogger
 from .constraints import check_earlier_trees, no_constraint
 from .dataset import Dataset
 from .grower import GrowerParams
-from .losses import RANKING_LOSSES, available_losses, get_loss, loss_tasks
+from .losses import RANKING_LOSSES, TrainingData, available_losses, get_loss, loss_tasks
 from .losses.base import GRADIENT_LIMIT, Loss
 from .metrics import get_metrics
-from .sampling import make_streams
+from .sampling import make_streams, stage_streams
 
 
 def with_defaults(values: dict, scope: str) -> dict:
@@ -154,8 +154,11 @@ def _check_start_gradients(data: Dataset, loss: Loss, init_raw: np.ndarray,
     """
     gradient = np.empty(init_raw.shape, dtype=G_H_DTYPE)
     hessian = np.empty(init_raw.shape, dtype=G_H_DTYPE)
-    with np.errstate(all="ignore"):
-        loss.gradient_hessian(data.label, init_raw, data.weight, gradient, hessian)
+    view = TrainingData(data.label, data.weight, data.group_offsets,
+                        n_outputs=loss.n_outputs)
+    loss.prepare(view)
+    with np.errstate(all="ignore"):  # any stage's draws will do: a scale
+        loss.gradients(view.at_stage(stage_streams(0, 0)), init_raw, gradient, hessian)
         scale = max(float(np.max(np.abs(gradient), initial=0.0)),
                     float(np.max(np.abs(hessian), initial=0.0)))
     if not scale <= GRADIENT_LIMIT:  # also NaN
@@ -338,9 +341,10 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
             else _continued_loss(params, init_model, train_set.label))
     loss.validate_target(train_set.label)
     init_raw = _start_scores(train_set, loss, init_model, "train_set")
-    if init_raw is not None and not loss.needs_group:
+    ranking = loss.task == "ranking"
+    if init_raw is not None and not ranking:
         _check_start_gradients(train_set, loss, init_raw, "train_set")
-    if loss.needs_group and train_set.group_offsets is None:
+    if ranking and train_set.group_offsets is None:
         raise ValueError(f"loss '{loss.name}' needs query groups: build train_set with "
                          "group= or qid=")
     scope = ("classifier" if loss.is_classification
@@ -375,7 +379,7 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     for name, vs in zip(names, valid_sets, strict=True):
         if vs.label is None:
             raise ValueError(f"valid set {name!r} has no label")
-        if loss.needs_group and vs.group_offsets is None:
+        if ranking and vs.group_offsets is None:
             raise ValueError(f"valid set {name!r} has no query groups, which the ranking "
                              f"loss '{loss.name}' is evaluated over: build it with group= "
                              "or qid=")

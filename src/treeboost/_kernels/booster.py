@@ -8,8 +8,10 @@ raw thresholds, and add the leaf values to the raw scores (through the
 partition for the stage's rows, by traversal for the others). The Python
 version of these steps is the same arithmetic in the same order
 (``Booster._leaf_values``, ``_make_tree``, ``_TrainingState.add_tree``), which
-serves every other line search and calls ``newton_values`` and ``raw_thresholds``
-here for the same per-node arithmetic; as Python it cost more than the tree
+serves every other line search and calls ``newton_values``, ``finish_values``
+(a tree's finishing, the monotone bounds and ``max_delta_step``, written once in
+``_finished_value``) and ``raw_thresholds`` here for the same per-node
+arithmetic; as Python it cost more than the tree
 itself on small data, tens of thousands of times a fit. ``grow_newton_trees`` runs
 it for every output of a multi-output stage side by side, in one parallel region.
 """
@@ -40,6 +42,20 @@ def _newton_value(g, h, reg_lambda, reg_alpha):
 
 
 @inline
+def _finished_value(v, j, lower, upper, max_delta_step):
+    """Node j's value ``v`` clipped to its monotone bounds, then to +-``max_delta_step``.
+
+    The one place a tree is finished after its leaf values are set (the Newton step
+    here, or a loss's line search in ``Booster._leaf_values``): ``lower``/``upper``
+    are the nodes' bounds (``constraints``), empty arrays for none; np.clip's
+    order, the lower bound and then the upper (NaN stays NaN).
+    """
+    if lower.shape[0] > 0:
+        v = min(max(v, lower[j]), upper[j])
+    return min(max(v, -max_delta_step), max_delta_step)
+
+
+@inline
 def _raw_threshold(f, b, bin_edges, n_edges, last_edge):
     """The raw threshold of a numerical split at bin b: ``x <= bin_edges[f, b]``."""
     if b >= n_edges[f]:  # every value left, only missing values right
@@ -53,6 +69,14 @@ def newton_values(sum_g, sum_h, reg_lambda, reg_alpha, out):
     """``out[j]`` = the Newton value of node j (``_newton_value``): the Python leaf path's."""
     for j in range(out.shape[0]):
         out[j] = _newton_value(sum_g[j], sum_h[j], reg_lambda, reg_alpha)
+
+
+@kernel
+def finish_values(value, lower, upper, max_delta_step):
+    """``value[j]`` clipped in place as ``_finished_value`` does: the Python leaf path's."""
+    # value, lower, upper: float64 (n_nodes,); lower, upper empty for no bounds   # IN/OUT
+    for j in range(value.shape[0]):
+        value[j] = _finished_value(value[j], j, lower, upper, max_delta_step)
 
 
 @kernel
@@ -91,13 +115,13 @@ def grow_newton_tree(X_binned, gradient, hessian, sample_indices, features, all_
         value[j] = 0.0
         threshold[j] = 0.0
     last_edge = bin_edges.shape[1] - 1
+    # the node's monotone bounds, then the cap (_finished_value)
+    lower = upper = np.empty(0, dtype=np.float64)  # no bounds
+    if constraints is not None:
+        lower, upper = constrained.lower, constrained.upper
     for j in range(n_nodes):
         v = _newton_value(sum_g[j], sum_h[j], reg_lambda, reg_alpha)
-        if constraints is not None:  # the node's monotone bounds, then the cap
-            v = min(max(v, constrained.lower[j]), constrained.upper[j])
-        # np.clip's order: the lower bound, then the upper
-        v = min(max(v, -max_delta_step), max_delta_step)
-        value[j] = shrinkage * v
+        value[j] = shrinkage * _finished_value(v, j, lower, upper, max_delta_step)
         if left[j] >= 0 and node_categorical[j] == 0:
             threshold[j] = _raw_threshold(feature[j], bin_threshold[j], bin_edges, n_edges,
                                           last_edge)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._data import TrainingData
 from .base import (
     LEAF_LINE_SEARCHES,
     Loss,
@@ -114,9 +115,16 @@ def register_loss(name: str, factory, *, task, params=()) -> None:
         A ``treeboost.losses.Loss`` subclass, called with the accepted
         parameters given to ``get_loss`` (``cls(**params)``); or a callable
         ``factory(n_classes=..., **params) -> Loss``. A class must declare a
-        ``leaf_line_search`` agreeing with its ``leaf_values`` (see
-        ``treeboost.losses.Loss``), and its ``is_classification`` must suit
-        ``task``.
+        ``leaf_line_search`` agreeing with its ``leaf_values`` or ``line_search``
+        (see ``treeboost.losses.Loss``), and its ``is_classification`` must suit
+        ``task``. The engine calls the loss's ``prepare(data)`` once per fit,
+        ``init_raw(data)`` for F0, ``gradients(data, raw, gradient, hessian)`` every
+        stage and, for a line search, ``line_search(data, output, raw, ...)`` per
+        tree, ``data`` being a ``treeboost.losses.TrainingData`` (labels of any
+        width, weights, query groups, extra per-row columns, the stage's ``rng``);
+        their defaults call the per-row ``init_score``, ``gradient_hessian`` and
+        ``leaf_values``, so a loss implements whichever form suits it
+        (``docs/guide/losses.rst``, "Custom losses").
     task : str or tuple of str
         ``"regression"``, ``"classification"``, ``"ranking"`` or ``"survival"``, or several.
     params : tuple of str, default=()
@@ -289,7 +297,7 @@ _register("pairwise", Pairwise, task="ranking", params=("sigmoid",), builtin=Tru
 _register("cox", Cox, task=("regression", "survival"), builtin=True)
 del _cls, _params
 
-__all__ = ["Loss", "LEAF_LINE_SEARCHES", "TASKS", "available_losses", "get_loss",
+__all__ = ["Loss", "TrainingData", "LEAF_LINE_SEARCHES", "TASKS", "available_losses", "get_loss",
            "register_loss", "unregister_loss", "loss_tasks", "newton_leaf_value",
            "weighted_quantile", "REGRESSION_LOSSES", "CLASSIFICATION_LOSSES", "RANKING_LOSSES",
            "SURVIVAL_LOSSES", "Cox",

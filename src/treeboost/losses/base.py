@@ -1,9 +1,19 @@
 """The Loss interface: F0, gradients and hessians, leaf line search, link, metric.
 
 A loss works on raw scores of shape (n_outputs, n_samples) (n_outputs is 1
-except for softmax) and float64 targets. ``gradient_hessian`` fills float32
-arrays through a Numba kernel and may return a per-stage context (Huber's
-delta) that ``leaf_values`` then receives.
+except for softmax) and sees the training rows through one typed view,
+``TrainingData`` (labels of any width, weights, query groups, extra per-row
+columns, the stage's random stream). The engine calls, per fit, ``prepare(data)``
+and ``init_raw(data)`` (F0); per stage, ``gradients(data, raw, gradient, hessian)``,
+which fills float32 arrays and may return a per-stage context (Huber's delta);
+and per tree, ``line_search(data, output, ...)`` for the leaves of output
+``output`` (the loss's own line search; Newton leaves are set inside the tree
+kernel). The defaults of these four adapt the per-row methods of the earlier
+interface (``init_score(y, w)``, ``gradient_hessian(y, raw, w, g, h)``,
+``leaf_values(y, raw, w, ...)``), which the built-in pointwise losses and user
+losses written for it still implement. Finishing a tree (monotone bounds, then
+``max_delta_step``) is the engine's, in one compiled function
+(``_kernels.booster.finish_values``).
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import numpy as np
 
 from .._kernels.booster import newton_values
 from ..exceptions import DataError
+from ._data import TrainingData
 
 #: the largest |gradient| or |hessian| accepted at F0 (``Loss.check_scale``): gradients
 #: are stored as float32, whose maximum is 3.4e38; the margin of 1000 leaves room for raw
@@ -119,21 +130,43 @@ def check_leaf_line_search(cls) -> None:
     if search not in LEAF_LINE_SEARCHES:
         raise TypeError(f"{label}: leaf_line_search={search!r} must be one of "
                         f"{list(LEAF_LINE_SEARCHES)}")
-    overridden = cls.leaf_values is not Loss.leaf_values
+    # the earlier interface's leaf_values or the TrainingData one's line_search
+    method = ("line_search" if cls.line_search is not Loss.line_search
+              else "leaf_values" if cls.leaf_values is not Loss.leaf_values else None)
+    overridden = method is not None
     if search == "newton" and overridden:
-        raise TypeError(f"{label} overrides leaf_values but declares "
+        raise TypeError(f"{label} overrides {method} but declares "
                         "leaf_line_search='newton': declare 'exact' or 'backtracking' "
                         "(or drop the override)")
     if search != "newton" and not overridden:
         raise TypeError(f"{label} declares leaf_line_search={search!r} but does not "
-                        "override leaf_values, which would take the Newton step")
+                        "override leaf_values (nor line_search), which would take the "
+                        "Newton step")
 
 
 class Loss:
     """Base class of every loss; subclasses set the class attributes below.
 
+    The engine talks to a loss through four methods, each given the training rows as
+    one ``TrainingData`` (``data``): ``prepare(data)`` once per fit (sort, index,
+    cache what the labels fix), ``init_raw(data)`` for F0, ``gradients(data, raw,
+    gradient, hessian, context=None)`` at every stage, and ``line_search(data,
+    output, raw, ...)`` for the leaves of one output's tree when ``leaf_line_search``
+    is not ``"newton"``. Their defaults call the per-row methods ``init_score``,
+    ``gradient_hessian`` and ``leaf_values``, so a loss may implement either form:
+    the ``TrainingData`` methods when it reads more than one label column, the
+    query groups, ``data.extra`` columns or ``data.rng``, or needs the output index;
+    the per-row ones otherwise (``docs/guide/losses.rst``, "Custom losses").
+
     Attributes
     ----------
+    task : str
+        What the loss fits: ``"regression"``, ``"binary"``, ``"multiclass"``,
+        ``"ranking"`` or ``"survival"`` (``metrics.loss_task``; the metrics and
+        checks of that task apply). Derived from ``is_classification``,
+        ``n_outputs`` and ``needs_group`` unless a subclass sets it.
+
+        .. versionadded:: 0.2.0
     name : str
         Registry name.
     link : str
@@ -156,23 +189,23 @@ class Loss:
         The cap on |leaf value| (before shrinkage) used when the estimator's
         ``max_delta_step`` is None; None: no cap.
     needs_group : bool
-        Whether the loss reads query groups: ``gradient_hessian`` is then
-        called with the keyword ``group_offsets`` (int64 row offsets of the
-        groups, ``Dataset.group_offsets``), and ``train`` refuses a training
-        set without groups.
+        Whether the loss reads query groups (its ``task`` is then ``"ranking"``):
+        ``train`` refuses a training set without groups, and the default
+        ``gradients`` calls ``gradient_hessian`` with the keyword ``group_offsets``
+        (``data.group_offsets``). A ``gradients`` override reads
+        ``data.group_offsets`` itself.
 
         .. versionadded:: 0.1.0
     needs_rng : bool
-        With ``needs_group``: whether ``gradient_hessian`` draws random numbers;
-        it is then also called with the keyword ``rng``, a NumPy ``Generator``
-        of its own per stage (from ``random_state``: the same draws whatever
-        ``n_jobs``, and the same stage draws the same when training continues).
+        With ``needs_group``: whether the loss draws random numbers; the default
+        ``gradients`` then also passes ``rng=data.rng`` to ``gradient_hessian``
+        (see ``TrainingData.rng``). A ``gradients`` override reads ``data.rng``.
 
         .. versionadded:: 0.1.0
     gradients_read_every_row : bool
         Whether one row's gradient depends on the other rows through a stage
         context (Huber's delta, a quantile of every residual): such a loss has
-        ``stage_context(y, raw, sample_weight)``, and ``gradient_hessian`` takes
+        ``stage_context(y, raw, sample_weight)``, and ``gradients`` takes
         ``context=`` (computed from every member's rows when training over a
         ``treeboost.collective`` group).
     """
@@ -191,6 +224,105 @@ class Loss:
         """Refuse a subclass whose ``leaf_line_search`` disagrees with ``leaf_values``."""
         super().__init_subclass__(**kwargs)
         check_leaf_line_search(cls)
+
+    @property
+    def task(self) -> str:
+        """What the loss fits (see the class's attributes); a subclass may set it."""
+        if self.needs_group:
+            return "ranking"
+        if self.is_classification:
+            return "binary" if self.n_outputs == 1 else "multiclass"
+        return "regression"
+
+    # ---- the engine's interface: one view of the training data ----------
+    def prepare(self, data: TrainingData) -> None:
+        """Per-fit setup from the training rows, before F0 and the first stage.
+
+        Called once per ``fit`` (and again by a continued fit) with the process's
+        own rows, and before the check of an ``init_score``'s gradients: it may be
+        called more than once with the same rows. The default does nothing; a loss
+        sorts, indexes or caches here what its labels fix (Cox's order of the times,
+        a ranking loss's queries).
+        """
+
+    def init_raw(self, data: TrainingData) -> np.ndarray:
+        """F0, the constant raw score of shape (n_outputs,): ``init_score(y, weight)``."""
+        return self.init_score(data.y, data.weight)
+
+    def gradients(self, data: TrainingData, raw: np.ndarray, gradient: np.ndarray,
+                  hessian: np.ndarray, context=None):
+        """Fill ``gradient`` and ``hessian`` (float32 (n_outputs, n_samples)) at ``raw``.
+
+        Parameters
+        ----------
+        data : TrainingData
+            The training rows, with the stage's random stream (``data.rng``).
+        raw : ndarray of shape (n_outputs, n_samples)
+            The raw scores the stage's gradients are taken at.
+        gradient, hessian : ndarray of shape (n_outputs, n_samples), dtype float32
+            Filled in place.
+        context : object, default=None
+            The stage's context from every row (``stage_context``), given when
+            training over a collective; None: the loss computes what it needs.
+
+        Returns
+        -------
+        object or None
+            A stage context that ``line_search`` receives (Huber's delta).
+
+        Notes
+        -----
+        The default is the earlier interface's call: ``gradient_hessian(data.y, raw,
+        data.weight, gradient, hessian)``, with ``context=`` when given, and with
+        ``group_offsets=`` (and ``rng=``) for a loss with ``needs_group`` (and
+        ``needs_rng``).
+        """
+        if context is not None:
+            return self.gradient_hessian(data.y, raw, data.weight, gradient, hessian,
+                                         context=context)
+        if self.needs_group:
+            extra = {"group_offsets": data.group_offsets}
+            if self.needs_rng:
+                extra["rng"] = data.rng
+            return self.gradient_hessian(data.y, raw, data.weight, gradient, hessian,
+                                         **extra)
+        return self.gradient_hessian(data.y, raw, data.weight, gradient, hessian)
+
+    def line_search(self, data: TrainingData, output: int, raw: np.ndarray, sample_indices,
+                    leaf_starts, leaf_stops, sum_g, sum_h, context, reg_lambda,
+                    reg_alpha) -> np.ndarray:
+        """Value of each leaf of output ``output``'s tree, before shrinkage and caps.
+
+        Parameters
+        ----------
+        data : TrainingData
+            The training rows (over a collective: every member's rows of the tree).
+        output : int
+            The output (class, target) the tree serves, in [0, n_outputs).
+        raw : ndarray of shape (1, n_samples)
+            That output's raw scores.
+        sample_indices, leaf_starts, leaf_stops : ndarray of int
+            Leaf j's rows are ``sample_indices[leaf_starts[j]:leaf_stops[j]]``.
+        sum_g, sum_h : ndarray of float64
+            The leaves' gradient and hessian sums.
+        context : object
+            What ``gradients`` returned this stage.
+        reg_lambda, reg_alpha : float
+            L2 and L1 regularisation.
+
+        Returns
+        -------
+        ndarray of float64
+            One value per leaf. The engine then clips them to the monotone bounds
+            and to ``max_delta_step``, and shrinks them.
+
+        Notes
+        -----
+        The default is the earlier interface's ``leaf_values(data.y, raw,
+        data.weight, ...)`` (the Newton step unless overridden).
+        """
+        return self.leaf_values(data.y, raw, data.weight, sample_indices, leaf_starts,
+                                leaf_stops, sum_g, sum_h, context, reg_lambda, reg_alpha)
 
     # ---- targets ------------------------------------------------------
     def validate_target(self, y: np.ndarray) -> None:

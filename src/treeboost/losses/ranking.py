@@ -39,6 +39,7 @@ from ..metrics import (
     query_layout,
     query_weights,
 )
+from ._data import OBJECTIVE_STREAM, TrainingData
 from .base import Loss
 
 
@@ -284,11 +285,37 @@ class _RankingLoss(Loss):
     same labels and groups come back, that is for one fit.
     """
 
+    task = "ranking"
+    #: the earlier interface's flag of ``task == "ranking"``: ``train`` refuses data
+    #: without groups
     needs_group = True
 
     def __init__(self):
         self._context = None
         self._context_key = None
+
+    def prepare(self, data):
+        """Build the fit's context (queries, gains, query weights) before the first stage."""
+        self._context_of(data.y, data.weight, data.group_offsets)
+
+    def gradients(self, data, raw, gradient, hessian, context=None):
+        """The rows' gradients and hessians (float32) over ``data.group_offsets``."""
+        self._fill(self._context_of(data.y, data.weight, data.group_offsets), data, raw,
+                   gradient, hessian)
+
+    def _fill(self, context, data, raw, gradient, hessian):
+        """``gradients`` of the fit's ``context`` (``_new_context``)."""
+        context.grad_hess(raw[0], gradient[0], hessian[0])
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None,
+                         rng=None):
+        """The earlier interface's call: ``gradients`` of a ``TrainingData`` of these.
+
+        ``rng``: the stage's generator, for a loss that draws (``needs_rng``).
+        """
+        streams = None if rng is None else {OBJECTIVE_STREAM: rng}
+        return self.gradients(TrainingData(y, sample_weight, group_offsets, streams=streams),
+                              raw, gradient, hessian)
 
     #: whether the loss reads the labels through their gains (``label_gain``, else
     #: ``2**label - 1``), which bounds them; False: their order only
@@ -397,11 +424,6 @@ class LambdaRank(_RankingLoss):
                 "lambdarank_norm": self.lambdarank_norm, "sigmoid": self.sigmoid,
                 "label_gain": self.label_gain}
 
-    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None):
-        """LambdaRank's gradients and hessians of the rows (float32)."""
-        self._context_of(y, sample_weight, group_offsets).grad_hess(raw[0], gradient[0],
-                                                                    hessian[0])
-
 
 class RankXENDCG(_RankingLoss):
     """XE-NDCG (LightGBM's ``rank_xendcg`` objective) over the Dataset's query groups.
@@ -421,15 +443,14 @@ class RankXENDCG(_RankingLoss):
     def _new_context(self, y, group_offsets, query_weight):
         return RankXENDCGContext(y, group_offsets, query_weight)
 
-    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None,
-                         rng=None):
-        """XE-NDCG's gradients and hessians of the rows (float32), noise drawn from ``rng``."""
-        context = self._context_of(y, sample_weight, group_offsets)
+    def _fill(self, context, data, raw, gradient, hessian):
+        """XE-NDCG's gradients and hessians of the rows (float32), noise drawn from ``data.rng``."""
+        rng = data.rng
         if rng is None:
             raise ValueError(f"{self.name} draws its noise from rng=, a numpy Generator")
         # one vector in row order, drawn here and not in the kernel's threads: the same
         # draws for any number of threads
-        uniform = rng.random(y.size)
+        uniform = rng.random(data.y.size)
         context.grad_hess(raw[0], uniform, gradient[0], hessian[0])
 
 
@@ -456,11 +477,6 @@ class Pairwise(_RankingLoss):
 
     def _new_context(self, y, group_offsets, query_weight):
         return PairwiseContext(y, group_offsets, sigma=self.sigma, query_weight=query_weight)
-
-    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, group_offsets=None):
-        """RankNet's gradients and hessians of the rows (float32)."""
-        self._context_of(y, sample_weight, group_offsets).grad_hess(raw[0], gradient[0],
-                                                                    hessian[0])
 
     def get_params(self):
         """``sigmoid`` (saved in model files)."""

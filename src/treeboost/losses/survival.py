@@ -20,7 +20,7 @@ so hessians are >= 0. S is a running sum over the rows from the last time back, 
 running sums over the distinct times, all kept in log space so that no log hazard
 overflows or underflows them (``_survival_metrics.risk_set_sums``, the kernel
 ``log_cumsum_exp``), after one sort of the times a fit (``TimeGroups``, kept while the
-same labels come back).
+same labels come back; ``Cox.prepare`` sorts them before the first stage).
 
 Unlike XGBoost's ``survival:cox``, weights enter the risk sets (a row of weight 2 is
 two rows; XGBoost multiplies each row's gradient by its weight only) and rows tied in
@@ -102,15 +102,28 @@ class Cox(Loss):
     #: group, ``stage_context`` takes every member's rows
     gradients_read_every_row = True
     #: labels are survival times and the raw scores risk scores (``metrics.loss_task``)
+    task = "survival"
+    #: the earlier flag of ``task == "survival"``, kept for code that reads it
     is_survival = True
 
     def __init__(self):
         self._groups_of = None  # (a copy of the labels, their TimeGroups)
+        self._prepared = None  # (the fit's labels array, their TimeGroups): ``prepare``
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_groups_of"] = None  # rebuilt from the labels: not pickled with a model
+        state["_prepared"] = None
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_prepared", None)  # pickled before ``prepare`` existed
+
+    def prepare(self, data):
+        """Sort the fit's times once (``TimeGroups``), before F0 and the first stage."""
+        y = data.y
+        self._prepared = (y, self._groups(np.asarray(y, dtype=np.float64)))
 
     def _groups(self, y) -> TimeGroups:
         """The labels' ``TimeGroups``: sorted once a fit, while the same labels come back."""
@@ -155,16 +168,32 @@ class Cox(Loss):
         return cox_stage(self._groups(y), np.asarray(raw[0], dtype=np.float64),
                          np.asarray(sample_weight, dtype=np.float64))
 
+    def gradients(self, data, raw, gradient, hessian, context=None):
+        """The Cox gradients of ``data``'s rows (``gradient_hessian``), times sorted once.
+
+        ``prepare`` sorted the fit's times: its labels come back as the same array at
+        every stage, and are not compared again.
+        """
+        prepared = self._prepared
+        groups = (prepared[1] if context is None and prepared is not None
+                  and prepared[0] is data.y else None)
+        return self._fill(data.y, raw, data.weight, gradient, hessian, context, groups)
+
     def gradient_hessian(self, y, raw, sample_weight, gradient, hessian, context=None):
         """Fill the rows' Cox gradients and hessians; return the stage's ``CoxStage``.
 
         ``context``: a ``CoxStage`` of every row (training over a collective, where
         these rows are one member's); None computes it from these rows.
         """
+        return self._fill(y, raw, sample_weight, gradient, hessian, context, None)
+
+    def _fill(self, y, raw, sample_weight, gradient, hessian, context, groups):
+        """``gradient_hessian``, with the labels' ``TimeGroups`` if known (or None)."""
         f = np.asarray(raw[0], dtype=np.float64)
         w = np.asarray(sample_weight, dtype=np.float64)
         if context is None:
-            groups = self._groups(np.asarray(y, dtype=np.float64))
+            if groups is None:
+                groups = self._groups(np.asarray(y, dtype=np.float64))
             context = cox_stage(groups, f, w)
             group, event = groups.group, groups.event
         else:  # another process's rows are in the risk sets: find each row's time
