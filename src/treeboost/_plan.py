@@ -109,6 +109,12 @@ class ExecutionPlan:
     quantize : bool
         Whether this fit's trees are grown on quantised gradients: ``use_quantized_grad``
         when it is True or False, else the "auto" rule.
+    histogram_provider : object or None
+        None (the default): every tree builds its histograms inside the compiled grower.
+        Else a ``histogram_provider.HistogramProvider`` the grower hands each dense
+        histogram to (a GPU's, say), stopping for it; ``CPUHistogramProvider`` grows the
+        same trees. Trees grown by ``TreeGrower.grow`` and the collective's take it; a
+        stage's fused Newton trees (``booster``) still build their own.
     """
 
     n_threads: int = 1
@@ -120,10 +126,16 @@ class ExecutionPlan:
     parallel_shift_scores: int = PARALLEL_SHIFT_SCORES
     quantize_min_rows: int = QUANTIZE_MIN_ROWS
     quantize: bool = False
+    histogram_provider: object = None
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "histogram_provider":
+                if value is not None and not callable(getattr(value, "build", None)):
+                    raise TypeError("ExecutionPlan.histogram_provider must be None or have "
+                                    f"a build(request) method, got {value!r}")
+                continue
             if f.name == "quantize":
                 if not isinstance(value, (bool, np.bool_)):
                     raise TypeError(f"ExecutionPlan.quantize must be a bool, got {value!r}")
@@ -159,6 +171,8 @@ class ExecutionPlan:
         def shown(name, value):
             if name == "quantize":
                 return str(value)
+            if name == "histogram_provider":
+                return "in-kernel" if value is None else type(value).__name__
             return "never" if value == ALWAYS_SERIAL else f"{value:,}"
 
         return "execution plan: " + ", ".join(

@@ -404,9 +404,10 @@ class Booster:
         features = state.grower.splittable(columns.tree_features(self.n_features, rngs))
         stage = []
         # Newton leaves on dense data: the whole tree, its values and raw-score
-        # updates in one kernel call
+        # updates in one kernel call (not when the plan hands histograms to a provider,
+        # which the grower's resumed growth serves)
         fused = trace is None and self.loss.newton_leaves and not state.grower.sparse \
-            and state.collective is None
+            and state.collective is None and state.plan.histogram_provider is None
         node_rng = columns.node_rng(rngs)
         # quantised gradients: each tree's seed of stochastic rounding
         quant_seeds = (rngs["quantize"].integers(0, 2**63, size=K, dtype=np.uint64)

@@ -56,6 +56,12 @@ from ._kernels.splitting import BITSET_WORDS, N_SPLIT_COLUMNS
 from ._plan import ExecutionPlan, make_plan
 from .binning import SparseBinned
 from .constraints import constraints_record
+from .histogram_provider import (
+    grow_external,
+    histogram_request,
+    needs_histogram,
+    new_external_tree,
+)
 
 _MULTI_ROOT_BLOCK = 2048  # rows gathered at a time
 # Scratch's root_gradient and root_counts until a unit-hessian root's counts are kept
@@ -430,9 +436,12 @@ class TreeGrower:
         -------
         GrownTree
         """
-        return _grown(*grow_tree(*self.kernel_arguments(
-            gradient, hessian, sample_indices, features, all_rows, rng=rng,
-            quant_seed=quant_seed), None))
+        args = self.kernel_arguments(gradient, hessian, sample_indices, features, all_rows,
+                                     rng=rng, quant_seed=quant_seed)
+        provider = self.plan.histogram_provider
+        if provider is None:  # the histograms built in the kernel (the default fit)
+            return _grown(*grow_tree(*args, None))
+        return _grown(*grow_external(args, provider))
 
     def root_histograms(self, gradient, hessian, sample_indices, features,
                         all_rows=False):
@@ -688,7 +697,7 @@ def _small_page_array(shape: tuple, dtype) -> np.ndarray:
 
 def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_indices,
                        features: np.ndarray, allreduce, reduce=None,
-                       quant_seed: int = 0) -> list[GrownTree]:
+                       quant_seed: int = 0, provider=None) -> list[GrownTree]:
     """Grow one tree over shards of the rows: the grower's steps, histograms summed.
 
     The data-parallel form of ``TreeGrower.grow``: each shard (a worker) holds
@@ -723,6 +732,9 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
         and at the end the leaves' exact sums.
     quant_seed : int, default=0
         The tree's seed of stochastic rounding (quantised gradients).
+    provider : histogram_provider.HistogramProvider, default=None
+        Builds each shard's histograms before they are summed (a GPU's, say); None: the
+        growers build them in kernel.
 
     Returns
     -------
@@ -744,8 +756,12 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
     if len({g._tree.max_leaf_nodes for g in growers}) != 1:
         raise ValueError("every shard's grower must bound the tree by the same number of "
                          "leaves (set max_leaf_nodes)")
-    trees = [Resume(*new_tree(2 * g._tree.max_leaf_nodes - 1, g._scratch.hist_pool.shape[0],
-                              g.n_features, g.constraints)) for g in growers]
+    if provider is None:
+        trees = [Resume(*new_tree(2 * g._tree.max_leaf_nodes - 1,
+                                  g._scratch.hist_pool.shape[0], g.n_features,
+                                  g.constraints)) for g in growers]
+    else:  # stopping before each histogram, which the provider builds
+        trees = [new_external_tree(a) for a in args]
     while True:
         built = {int(grow_tree(*a, resume)[0]) for a, resume in zip(args, trees, strict=True)}
         if len(built) != 1:
@@ -753,6 +769,9 @@ def grow_data_parallel(growers: list[TreeGrower], gradients, hessians, sample_in
         node = built.pop()
         if node < 0:
             break
+        if provider is not None and needs_histogram(trees[0]):
+            for a, r in zip(args, trees, strict=True):
+                provider.build(histogram_request(a, r, node))
         if not quantized:
             allreduce([g._scratch.hist_pool[r.nodes.slot[node]] for g, r in
                        zip(growers, trees, strict=True)], features, node)
@@ -886,4 +905,5 @@ def grow_with_collective(grower: TreeGrower, gradient: np.ndarray, hessian: np.n
                         dtype=np.float64)
         grower.quant_maxima[:] = np.max(collective.allgather(mine), axis=0)
     return grow_data_parallel([grower], [gradient], [hessian], [sample_indices], features,
-                              allreduce, reduce, quant_seed)[0]
+                              allreduce, reduce, quant_seed,
+                              grower.plan.histogram_provider)[0]

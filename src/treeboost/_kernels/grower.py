@@ -37,8 +37,7 @@ holds one; after a split the larger child takes over the parent's slot
 """
 
 import numpy as np
-from numba import prange, types
-from numba.extending import overload
+from numba import prange
 
 from ._jit import inline, kernel, parallel_kernel
 from .constraints import (
@@ -46,11 +45,10 @@ from .constraints import (
     _constrain_children,
     _node_state,
 )
-from .histogram import (
-    build_histograms,
-    build_histograms_root,
-    build_histograms_serial,
-    unit_hessians,
+from .node_histogram import (
+    _build_node_histogram,
+    _subtract_used_bins,
+    dense_root_histogram,
 )
 from .partition import partition_rows, partition_rows_serial
 from .records import (
@@ -77,153 +75,12 @@ from .splitting import (
 )
 
 # TreeState.counters: nodes, leaves, free histogram slots; where a resumed growth
-# stands (grow_tree's ``resume``) and the node whose children it stopped at
-N_NODES, N_LEAVES, N_FREE, PHASE, PENDING = 0, 1, 2, 3, 4
+# stands (grow_tree's ``resume``) and the node whose children it stopped at; whether a
+# resumed growth leaves its histograms to the caller (1: histogram_provider), else 0
+N_NODES, N_LEAVES, N_FREE, PHASE, PENDING, EXTERNAL = 0, 1, 2, 3, 4, 5
 # the phases: the root's histogram to build; the root to open (its histogram summed);
 # the pending node's children to consider (their histograms summed); the tree done
 START, OPEN_ROOT, CONSIDER, DONE, PARTITIONED = 0, 1, 2, 3, 4
-
-
-@kernel
-def _zero_used_bins(hist, features, n_bins_non_missing, missing_bin):
-    """Zero the bins rows can fall in: each listed feature's value bins and missing bin.
-
-    The other slots of a (n_features, 256, 3) histogram are never read; on
-    wide data with few distinct values zeroing (and subtracting) all of them
-    cost far more than building the histogram.
-    """
-    # (also the packed integer histograms of quantised gradients, (n_features, 256) int64)
-    for k in range(features.shape[0]):
-        f = features[k]
-        hist[f, :n_bins_non_missing[f]] = 0
-        hist[f, missing_bin] = 0
-
-
-@kernel
-def _copy_root(hist, root_multi, root_counts, output, features, n_bins_non_missing,
-               missing_bin):
-    """Output ``output``'s root histogram, used bins, from a stage's shared root pass."""
-    for k in range(features.shape[0]):
-        f = features[k]
-        nb = n_bins_non_missing[f]
-        for b in range(nb + 1):
-            src = b if b < nb else missing_bin
-            hist[f, src, 0] = root_multi[f, src, 2 * output]
-            hist[f, src, 1] = root_multi[f, src, 2 * output + 1]
-            hist[f, src, 2] = root_counts[f, src]
-
-
-@inline
-def _unit_root_from_counts(X_binned, gradient, sample_indices, features, all_rows,
-                           feature_bins, scratch, hist, tree):
-    """Build a unit-hessian root histogram from its gradient sums and the row counts
-    kept in ``scratch``, and return True; False where no counts are kept."""
-    counts = scratch.root_counts
-    if not all_rows or counts.shape[0] == 0:
-        return False
-    # every row, each with hessian 1.0: a bin's count and hessian sum are its row
-    # count, the same every tree, so a tree adds only the gradients (one float a
-    # row and feature, not two: about half the time of the root's pass)
-    g = scratch.root_gradient
-    nbnm = feature_bins.n_bins_non_missing
-    missing_bin = feature_bins.missing_bin
-    for k in range(features.shape[0]):  # (not _zero_used_bins: one more signature)
-        f = features[k]
-        for b in range(nbnm[f]):
-            g[f, b] = 0.0
-        g[f, missing_bin] = 0.0
-    if sample_indices.shape[0] * features.shape[0] >= tree.serial_histogram_updates:
-        build_histograms_root(X_binned, gradient, None, features, g, tree.n_threads)
-    else:
-        build_histograms_serial(X_binned, sample_indices, gradient, None, features,
-                                scratch.ordered_gradient, scratch.ordered_hessian, g)
-    for k in range(features.shape[0]):
-        f = features[k]
-        nb = nbnm[f]
-        for b in range(nb + 1):
-            src = b if b < nb else missing_bin
-            hist[f, src, 0] = g[f, src]
-            hist[f, src, 1] = counts[f, src]
-            hist[f, src, 2] = counts[f, src]
-    return True
-
-
-def _unit_root(X_binned, gradient, hessian, sample_indices, features, all_rows,
-               feature_bins, scratch, hist, tree):
-    """``_unit_root_from_counts`` where every hessian is 1.0 (``hessian`` None), else False."""
-    if hessian is not None:
-        return False
-    return _unit_root_from_counts(X_binned, gradient, sample_indices, features, all_rows,
-                                  feature_bins, scratch, hist, tree)
-
-
-@overload(_unit_root)
-def _unit_root_typed(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                     feature_bins, scratch, hist, tree):
-    # chosen when typing, not a branch: grow_tree's specialisations with hessians
-    # then compile none of it
-    if not isinstance(hessian, types.NoneType):
-        return (lambda X_binned, gradient, hessian, sample_indices, features, all_rows,
-                feature_bins, scratch, hist, tree: False)
-
-    def unit_root(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                  feature_bins, scratch, hist, tree):
-        return _unit_root_from_counts(X_binned, gradient, sample_indices, features,
-                                      all_rows, feature_bins, scratch, hist, tree)
-    return unit_root
-
-
-@kernel
-def _subtract_used_bins(large, small, features, n_bins_non_missing, missing_bin):
-    """large -= small over the bins ``_zero_used_bins`` zeroes."""
-    for k in range(features.shape[0]):
-        f = features[k]
-        a = large[f]
-        s = small[f]
-        # by index, not over reshape(-1) views: reshape brings an error path with a
-        # formatted message that cost seconds of compilation, for no faster loop
-        for b in range(n_bins_non_missing[f]):
-            for c in range(3):
-                a[b, c] -= s[b, c]
-        for c in range(3):
-            a[missing_bin, c] -= s[missing_bin, c]
-
-
-@kernel
-def _build_node_histogram(X_binned, rows, gradient, hessian, features, feature_bins, scratch,
-                          slot, tree, general, quant):
-    """Zero histogram ``slot``'s used bins and build it from ``rows`` (serial below the
-    threshold); with ``quant``, the packed integer histogram of its pool.
-
-    ``general`` None: the caller knows no node reaches the threshold, and the
-    parallel kernel is left out of this specialisation (see ``grow_tree``).
-    """
-    parallel = general is not None and (rows.shape[0] * features.shape[0]
-                                         >= tree.serial_histogram_updates)
-    if quant is None:
-        hist = scratch.hist_pool[slot]
-        _zero_used_bins(hist, features, feature_bins.n_bins_non_missing,
-                        feature_bins.missing_bin)
-        if parallel:
-            build_histograms(X_binned, rows, gradient, hessian, features,
-                             scratch.ordered_gradient, scratch.ordered_hessian, hist,
-                             tree.n_threads)
-        else:
-            build_histograms_serial(X_binned, rows, gradient, hessian, features,
-                                    scratch.ordered_gradient, scratch.ordered_hessian, hist)
-        if hessian is None:
-            unit_hessians(hist, features, feature_bins.n_bins_non_missing,
-                          feature_bins.missing_bin)
-    else:  # each row's packed pair stands for both its gradient and its hessian
-        packed = quant.pool[slot]
-        _zero_used_bins(packed, features, feature_bins.n_bins_non_missing,
-                        feature_bins.missing_bin)
-        if parallel:
-            build_histograms(X_binned, rows, quant.packed, quant.packed, features,
-                             quant.ordered, quant.ordered, packed, tree.n_threads)
-        else:
-            build_histograms_serial(X_binned, rows, quant.packed, quant.packed, features,
-                                    quant.ordered, quant.ordered, packed)
 
 
 @kernel
@@ -431,7 +288,8 @@ def new_tree(capacity, n_slots, n_features, constraints):
     free_slots = np.empty(n_slots, dtype=np.int64)  # a stack: slot 0 on top
     for j in range(n_slots):
         free_slots[j] = n_slots - 1 - j
-    counters = np.empty(5, dtype=np.int64)
+    counters = np.empty(6, dtype=np.int64)
+    counters[EXTERNAL] = 0
     counters[N_NODES] = 1
     counters[N_LEAVES] = 1
     counters[N_FREE] = n_slots
@@ -505,7 +363,9 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # must be summed across workers (with quant: also the root's and each left
     # child's row count, phase PARTITIONED): the call returns that node's id in place of
     # n_nodes (-1 when the tree is done), and the next call goes on from there
-    # (grower.grow_data_parallel)
+    # (grower.grow_data_parallel). With the state's counters[EXTERNAL] set, the calls
+    # stop before each dense histogram instead, in the slot the node holds, which the
+    # caller's provider builds (treeboost.histogram_provider): the same stops
     feature_bins = FeatureBins(*feature_bins_t)
     tree = TreeParams(*tree_t)
     split = SplitParams(*split_t)
@@ -549,34 +409,18 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         n_free -= 1
         slot[0] = free_slots[n_free]
         hist = hist_pool[slot[0]]
-        if sparse is not None:
+        if resume is not None and counters[EXTERNAL] != 0:
+            pass  # the caller's provider builds it (histogram_provider.grow_external)
+        elif sparse is not None:
             nodes.sum_g[0] = sparse.root_sums[0]
             nodes.sum_h[0] = sparse.root_sums[1]
             _sparse_histograms(sparse, sample_indices, gradient, hessian, features,
                                feature_bins, nodes, state, hist_pool, root_node,
                                np.int64(-1))
-        elif root.output >= 0:
-            _copy_root(hist, root.multi, root.counts, root.output, features,
-                       n_bins_non_missing, missing_bin)
-        elif _unit_root(X_binned, gradient, hessian, sample_indices, features, all_rows,
-                        feature_bins, scratch, hist, tree):
-            pass
-        elif all_rows and n_rows * features.shape[0] >= tree.serial_histogram_updates:
-            if quant is None:
-                _zero_used_bins(hist, features, n_bins_non_missing, missing_bin)
-                build_histograms_root(X_binned, gradient, hessian, features, hist,
-                                      tree.n_threads)
-                if hessian is None:
-                    unit_hessians(hist, features, n_bins_non_missing, missing_bin)
-            else:
-                _zero_used_bins(quant.pool[slot[0]], features, n_bins_non_missing,
-                                missing_bin)
-                build_histograms_root(X_binned, quant.packed, quant.packed, features,
-                                      quant.pool[slot[0]], tree.n_threads)
         else:
-            _build_node_histogram(X_binned, sample_indices, gradient, hessian, features,
-                                  feature_bins, scratch, slot[0],
-                                  tree, general, quant)
+            dense_root_histogram(X_binned, gradient, hessian, sample_indices, features,
+                                 all_rows, feature_bins, scratch, root, tree, general,
+                                 quant, slot[0])
         if quant is not None and resume is None:
             _unpack(hist, quant.pool[slot[0]], features, n_bins_non_missing, missing_bin,
                     quant.scales, float(n_rows))
@@ -721,10 +565,11 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                 built = lc if count[lc] <= count[rc] else rc
                 n_free -= 1
                 slot[built] = free_slots[n_free]
-                _build_node_histogram(
-                    X_binned, sample_indices[start[built]:stop[built]], gradient,
-                    hessian, features, feature_bins, scratch, slot[built],
-                    tree, general, quant)
+                if resume is None or counters[EXTERNAL] == 0:  # else the caller's provider
+                    _build_node_histogram(
+                        X_binned, sample_indices[start[built]:stop[built]], gradient,
+                        hessian, features, feature_bins, scratch, slot[built],
+                        tree, general, quant)
             if resume is not None:  # to be summed across workers before the split search
                 counters[PHASE] = CONSIDER
                 counters[PENDING] = node
