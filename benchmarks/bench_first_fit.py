@@ -12,6 +12,14 @@ reported in wall and CPU seconds.
     python benchmarks/bench_first_fit.py                 # cold and warm, 10,000 rows
     python benchmarks/bench_first_fit.py --kernels       # plus the per-kernel table
     python benchmarks/bench_first_fit.py --task multiclass --repeat 3
+    python benchmarks/bench_first_fit.py --python /tmp/fv/bin/python   # another environment
+    python benchmarks/bench_first_fit.py --no-shipped   # compile even where kernels are shipped
+
+``--python`` measures the interpreter of another environment (a fresh virtual
+environment with the wheel installed, say); the child imports ``treeboost`` from there.
+Kernels shipped with the package (``python -m treeboost._precompile``) are used by the
+cold run unless ``--no-shipped`` (``TREEBOOST_SHIPPED_KERNELS=0``); the per-kernel table
+then lists only the kernels that were compiled, and ``loaded`` how many came from disk.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ t0 = time.perf_counter()
 c0 = time.process_time()
 record = {}
 own = {}
-if KERNELS:
+if True:  # compile events are counted in every run (the table needs --kernels)
     from numba.core import event
 
     class Listener(event.Listener):
@@ -53,6 +61,14 @@ if KERNELS:
 
     event.register("numba:compile", Listener())
 import numpy as np
+import numba.core.caching as _caching
+loaded = [0]
+_load = _caching.Cache.load_overload
+def _counting_load(self, sig, target_context):
+    data = _load(self, sig, target_context)
+    loaded[0] += data is not None
+    return data
+_caching.Cache.load_overload = _counting_load
 import treeboost
 t_import = time.perf_counter() - t0
 c_import = time.process_time() - c0
@@ -75,15 +91,19 @@ est.predict(X)
 t_fit = time.perf_counter() - t1
 c_fit = time.process_time() - c1
 print(json.dumps({"import": t_import, "fit": t_fit, "cpu_import": c_import, "cpu_fit": c_fit,
-                  "kernels": record, "own": own}))
+                  "kernels": record, "own": own, "loaded": loaded[0],
+                  "treeboost": treeboost.__file__}))
 """
 
 
-def run_child(cache_dir: str, rows: int, task: str, kernels: bool) -> dict:
+def run_child(cache_dir: str, rows: int, task: str, kernels: bool, python: str = sys.executable,
+              shipped: bool = True) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
-    code = (CHILD.replace("KERNELS", str(kernels)).replace("ROWS", str(rows))
+    if not shipped:
+        env["TREEBOOST_SHIPPED_KERNELS"] = "0"
+    code = (CHILD.replace("ROWS", str(rows))
             .replace("TASK", task))
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+    out = subprocess.run([python, "-c", code], env=env, check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -96,20 +116,28 @@ def main(argv=None) -> None:
                     default="binary")
     ap.add_argument("--repeat", type=int, default=1, help="cold/warm pairs to run")
     ap.add_argument("--kernels", action="store_true", help="per-kernel compile table")
+    ap.add_argument("--python", default=sys.executable,
+                    help="interpreter of the environment to measure (default: this one)")
+    ap.add_argument("--no-shipped", action="store_true",
+                    help="ignore compiled kernels shipped with the package")
     args = ap.parse_args(argv)
+    shipped = not args.no_shipped
     for r in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="tb-numba-cache-") as cache:
             t0 = time.perf_counter()
-            cold = run_child(cache, args.rows, args.task, args.kernels)
+            cold = run_child(cache, args.rows, args.task, args.kernels, args.python, shipped)
             cold_wall = time.perf_counter() - t0
             t0 = time.perf_counter()
-            warm = run_child(cache, args.rows, args.task, False)
+            warm = run_child(cache, args.rows, args.task, False, args.python, shipped)
             warm_wall = time.perf_counter() - t0
-        print(f"run {r}: task={args.task} rows={args.rows}")
+        print(f"run {r}: task={args.task} rows={args.rows} treeboost={cold['treeboost']}"
+              f"{'' if shipped else ' (shipped kernels off)'}")
         for name, res, wall in (("cold", cold, cold_wall), ("warm", warm, warm_wall)):
             print(f"  {name}: import {res['import']:.2f} s + first fit {res['fit']:.2f} s "
                   f"= {res['import'] + res['fit']:.2f} s (process {wall:.2f} s; CPU "
-                  f"{res['cpu_import']:.2f} + {res['cpu_fit']:.2f} s)")
+                  f"{res['cpu_import']:.2f} + {res['cpu_fit']:.2f} s; "
+                  f"{len(res['kernels'])} kernels compiled, "
+                  f"{res['loaded']} loaded)")
         if args.kernels:
             print("  compile CPU seconds per kernel (cold): with its nested callees, and its own")
             for name, sec in sorted(cold["kernels"].items(), key=lambda kv: -kv[1]):

@@ -12,7 +12,9 @@ directory under the system temp dir. A read-only installation used by an
 account without a writable home (a service account in a container) therefore
 still caches; with no writable directory at all, kernels are compiled in every
 process, after one warning. Numba's own search would raise "no locator
-available" at import there.
+available" at import there. Where this host's cache has no entry for a kernel,
+the one compiled for a portable CPU and shipped with the package is loaded, if
+there is a usable one (``_shipped``), before compiling.
 """
 
 import contextlib
@@ -32,6 +34,8 @@ from numba.core.caching import (
 )
 from numba.core.dispatcher import Dispatcher
 from numba.extending import intrinsic
+
+from ._shipped import shipped_cache_class
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -212,6 +216,15 @@ class _KernelCache(FunctionCache):
             source_stamp=self._impl.locator.get_source_stamp())
 
 
+#: the cache class the kernels get: ``_KernelCache``, falling back to the compiled kernels
+#: shipped with the package (``_shipped``) where there are usable ones; None: no cache
+_CACHE_CLASS = None
+if not config.DISABLE_JIT:
+    _CACHE_CLASS = shipped_cache_class(_KernelCache, host_cache=CACHE_DIR is not None)
+    if CACHE_DIR is None and _CACHE_CLASS is _KernelCache:
+        _CACHE_CLASS = None
+
+
 def _jit(**options):
     """A decorator: ``njit(**options)``, cached in ``CACHE_DIR`` when there is one."""
     compile_lazily = njit(**options)
@@ -219,8 +232,8 @@ def _jit(**options):
     def decorate(py_func):
         dispatcher = compile_lazily(py_func)
         # what cache=True does, with our locator instead of Numba's search
-        if CACHE_DIR is not None and isinstance(dispatcher, Dispatcher):
-            dispatcher._cache = _KernelCache(py_func)
+        if _CACHE_CLASS is not None and isinstance(dispatcher, Dispatcher):
+            dispatcher._cache = _CACHE_CLASS(py_func)
         return dispatcher
 
     return decorate
