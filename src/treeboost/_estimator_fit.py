@@ -13,16 +13,23 @@ import numbers
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _check_sample_weight, check_X_y, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,
+    check_X_y,
+    validate_data,
+)
 
 from . import _continued, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES
 from ._threads import threads
+from ._validation import check_multi_strategy, check_targets
 from .booster import BoostingParams
 from .callbacks import check_callbacks
 from .constraints import by_index
 from .dataset import Dataset, as_pandas, categorical_mask, check_init_score, frame_to_array
+from .losses import per_target
 from .metrics import check_metric
 from .modes import check_mode
 from .sampling import make_streams
@@ -157,6 +164,8 @@ class _EstimatorFit:
         shape = X.shape  # (rows of positive weight, features)
         y = self._encode_target(y)
         loss = self._make_loss()
+        if y.ndim == 2:  # several targets (the regressor): one output per column
+            loss = per_target(loss, y.shape[1])
         check_metric(self.eval_metric, self._task())
         if previous is not None:
             seed = _continued.check_compatible(self, previous, X, loss, init_model is None,
@@ -183,6 +192,11 @@ class _EstimatorFit:
                       accept_sparse=("csr", "csc"), y_numeric=self._scope != "classifier",
                       ensure_min_samples=2)
         self._check_label_types(y)
+        multi = self._scope == "regressor"
+        if multi:  # several targets: one clear error naming y
+            check_multi_strategy(self.multi_strategy)
+            y = check_targets(y, _num_samples(X))
+        checks["multi_output"] = multi
         frame = as_pandas(X)
         if frame is not None:
             # names and width from the frame, values from its numeric matrix

@@ -92,6 +92,7 @@ PEER_NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
                 ("verbose",)),
     "n_jobs": (("num_threads", "num_thread", "nthread", "nthreads", "n_jobs"),
                ("nthread", "n_jobs"), ()),
+    "device": (("device_type", "device"), ("device",), ()),
     "random_state": (("seed", "random_seed", "random_state"), ("seed", "random_state"),
                      ("random_state",)),
     "boosting": (("boosting", "boosting_type", "boost"), ("booster",), ()),

@@ -18,6 +18,8 @@ from dataclasses import dataclass, fields, replace
 import numba
 import numpy as np
 
+from ._gpu import CPU, DEVICES, check_device
+
 #: a threshold no node reaches: the serial kernels always
 ALWAYS_SERIAL = int(np.iinfo(np.int64).max)
 
@@ -115,6 +117,10 @@ class ExecutionPlan:
         histogram to (a GPU's, say), stopping for it; ``CPUHistogramProvider`` grows the
         same trees. Trees grown by ``TreeGrower.grow`` and the collective's take it; a
         stage's fused Newton trees (``booster``) still build their own.
+    device : str
+        The ``device`` parameter: "cpu", or "cuda", whose plan has a
+        ``_gpu.CUDAHistogramProvider`` (``make_plan``; the GPU builds every dense
+        histogram, the rest of the fit stays on the CPU).
     """
 
     n_threads: int = 1
@@ -127,10 +133,16 @@ class ExecutionPlan:
     quantize_min_rows: int = QUANTIZE_MIN_ROWS
     quantize: bool = False
     histogram_provider: object = None
+    device: str = CPU
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "device":
+                if value not in DEVICES:
+                    raise ValueError(f"ExecutionPlan.device must be one of {list(DEVICES)}, "
+                                     f"got {value!r}")
+                continue
             if f.name == "histogram_provider":
                 if value is not None and not callable(getattr(value, "build", None)):
                     raise TypeError("ExecutionPlan.histogram_provider must be None or have "
@@ -169,7 +181,7 @@ class ExecutionPlan:
             Each field as ``name=value``; a threshold of ``ALWAYS_SERIAL`` reads "never".
         """
         def shown(name, value):
-            if name == "quantize":
+            if name in ("quantize", "device"):
                 return str(value)
             if name == "histogram_provider":
                 return "in-kernel" if value is None else type(value).__name__
@@ -210,8 +222,9 @@ def check_plan(plan) -> None:
 
 
 def make_plan(n_rows: int, *, sparse: bool = False, loss_name: str | None = None,
-              use_quantized_grad: bool | str = "auto", n_threads: int | None = None,
-              overrides: ExecutionPlan | Mapping | None = None) -> ExecutionPlan:
+              use_quantized_grad: bool | str | None = None, n_threads: int | None = None,
+              overrides: ExecutionPlan | Mapping | None = None, device: str | None = None,
+              gpu_available=None) -> ExecutionPlan:
     """The execution plan of a fit: the one place its paths are chosen.
 
     Parameters
@@ -222,8 +235,9 @@ def make_plan(n_rows: int, *, sparse: bool = False, loss_name: str | None = None
         Whether the training set is sparse (quantised histograms take dense input).
     loss_name : str, default=None
         The registered name of the fit's loss ("auto" quantises the log loss only).
-    use_quantized_grad : bool or "auto", default="auto"
-        The parameter; True or False is the plan's ``quantize`` as it is.
+    use_quantized_grad : bool or "auto", default=None
+        The parameter; True or False is the plan's ``quantize`` as it is; None: the
+        parameter's default, "auto".
     n_threads : int, default=None
         Threads of the fit; None reads Numba's current count, which ``train`` sets from
         ``n_jobs``. On one thread every node takes the serial kernels.
@@ -231,7 +245,16 @@ def make_plan(n_rows: int, *, sparse: bool = False, loss_name: str | None = None
         A plan to use as it is, or some of its fields by name (``PLAN_FIELDS``); the
         others are decided from them (``n_threads=1`` makes the thresholds left out
         ``ALWAYS_SERIAL``, ``quantize_min_rows`` decides ``quantize`` if that is left
-        out).
+        out). A plan given whole is used as it is (its ``device`` too).
+    device : str, default=None
+        The ``device`` parameter (None: "cpu"), or the overrides' ``device``:
+        "cuda" is checked here, before the fit grows anything (``_gpu.check_device``),
+        and gives the plan a ``_gpu.CUDAHistogramProvider`` unless the overrides name
+        a ``histogram_provider``. ``device="cuda"`` leaves ``quantize`` as
+        ``use_quantized_grad`` decides it.
+    gpu_available : callable, default=None
+        ``() -> bool``, whether the GPU kernels can run (None: numba-cuda installed
+        and a GPU, or its simulator); tests inject one.
 
     Returns
     -------
@@ -242,12 +265,22 @@ def make_plan(n_rows: int, *, sparse: bool = False, loss_name: str | None = None
     TypeError
         If ``overrides`` is neither a plan nor a mapping.
     ValueError
-        If ``overrides`` names a field the plan does not have.
+        If ``overrides`` names a field the plan does not have, ``device`` is neither
+        "cpu" nor "cuda", or "cuda" is given sparse data.
+    RuntimeError
+        If ``device="cuda"`` and no GPU (nor the simulator) can run the kernels.
     """
     check_plan(overrides)
     if isinstance(overrides, ExecutionPlan):
         return overrides
     overrides = {} if overrides is None else overrides
+    device = check_device(overrides.get("device", CPU if device is None else device),
+                          sparse=sparse, available=gpu_available)
+    provider = overrides.get("histogram_provider")
+    if device != CPU and provider is None:
+        from ._gpu import CUDAHistogramProvider  # imports numba.cuda
+
+        provider = CUDAHistogramProvider()
     threads = overrides.get("n_threads", n_threads)
     if threads is None:
         threads = numba.get_num_threads()
@@ -259,11 +292,13 @@ def make_plan(n_rows: int, *, sparse: bool = False, loss_name: str | None = None
         "serial_partition_rows": SERIAL_PARTITION_ROWS if parallel else ALWAYS_SERIAL,
         "serial_histogram_updates": SERIAL_HISTOGRAM_UPDATES if parallel else ALWAYS_SERIAL,
         **{k: v for k, v in overrides.items() if k != "quantize"},
+        "histogram_provider": provider,
+        "device": device,
     }
     min_rows = decided.get("quantize_min_rows", QUANTIZE_MIN_ROWS)
     if "quantize" in overrides:
         quantize = overrides["quantize"]
-    elif isinstance(use_quantized_grad, str):  # "auto"
+    elif use_quantized_grad is None or isinstance(use_quantized_grad, str):  # "auto"
         quantize = loss_name == "log_loss" and not sparse and n_rows >= min_rows
     else:
         quantize = bool(use_quantized_grad)

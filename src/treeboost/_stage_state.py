@@ -51,7 +51,7 @@ class _TrainingState:
         self.collective = collective
         self._every_y_w = None  # every member's labels and weights, when a loss reads them
         self.all_rows = np.arange(n, dtype=INDEX_DTYPE)
-        self.eval_rows = [np.arange(e.y.size, dtype=INDEX_DTYPE) for e in self.eval_sets]
+        self.eval_rows = [np.arange(e.y.shape[0], dtype=INDEX_DTYPE) for e in self.eval_sets]
         # the scores before any tree: F0 plus the per-row init scores, if any
         init = booster.init_score[:, None]
         self.init_raw = init_raw  # named by a DivergenceError as a likely cause
@@ -59,7 +59,7 @@ class _TrainingState:
         self.eval_base = [init if e.init_raw is None else init + e.init_raw
                           for e in self.eval_sets]
         self.raw = _start_scores(self.base, n)
-        self.eval_raw = [_start_scores(b, e.y.size)
+        self.eval_raw = [_start_scores(b, e.y.shape[0])
                          for b, e in zip(self.eval_base, self.eval_sets, strict=True)]
         # rf: every tree's gradients are at the start scores (F0, or the init scores)
         self.rf_raw = readonly(self.raw.copy())
@@ -91,7 +91,8 @@ class _TrainingState:
         self.plan = make_plan(
             n if collective is None else sum(self.member_rows),
             sparse=isinstance(X_binned, SparseBinned), loss_name=booster.loss.name,
-            use_quantized_grad=grower_params.use_quantized_grad, overrides=plan)
+            use_quantized_grad=grower_params.use_quantized_grad, overrides=plan,
+            device=getattr(booster.params, "device", None))  # "cuda": checked here
         grower_params = replace(grower_params, use_quantized_grad=self.plan.quantize)
         self.grower = TreeGrower(X_binned, bm.n_bins_non_missing_, bm.is_categorical_,
                                  grower_params, n_rows_total=None if collective is None

@@ -96,3 +96,51 @@ def check_validation_size(validation_fraction: float, n_rows: int, n_classes: in
             f"training{need}: "
             "change validation_fraction, pass an eval_set, or set "
             "validation_fraction=None to monitor the training data")
+
+
+#: ``multi_strategy``'s values: one tree per output and stage (built), or one tree whose
+#: leaves hold every output's value (not yet: it needs vector leaves in the grower)
+MULTI_STRATEGIES = ("one_output_per_tree", "multi_output_tree")
+
+
+def check_multi_strategy(value) -> None:
+    """Refuse a ``multi_strategy`` other than ``"one_output_per_tree"`` (None: the default).
+
+    Raises
+    ------
+    ValueError
+        For ``"multi_output_tree"`` (not yet available) or an unknown value.
+    """
+    if value is None or value == "one_output_per_tree":
+        return
+    if value == "multi_output_tree":
+        raise ValueError("multi_strategy='multi_output_tree' is not yet available (one tree "
+                         "whose leaves hold every output's value needs vector leaves in the "
+                         "grower): use multi_strategy='one_output_per_tree'")
+    raise ValueError(f"multi_strategy={value!r} must be one of {list(MULTI_STRATEGIES)}")
+
+
+def check_targets(y, n_samples: int):
+    """A regressor's ``y``: unchanged if 1-D; a 2-D one checked, as float64 (n, n_targets).
+
+    A 2-D ``y`` of one column is taken as its 1-D column (one output, as before).
+
+    Raises
+    ------
+    ValueError
+        Naming y, if a 2-D y has another number of rows than X, no column, or NaN or
+        infinity.
+    """
+    shape = getattr(y, "shape", None)
+    if shape is None or len(shape) != 2:
+        return y
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape[0] != n_samples or y.shape[1] < 1:
+        raise ValueError(f"y of shape {y.shape} must have one row per row of X "
+                         f"({n_samples}) and at least one column (target)")
+    bad = ~np.isfinite(y)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise ValueError(f"y contains NaN or infinity ({int(bad.sum())} value(s), the first "
+                         f"at row {row}, target {col})")
+    return y[:, 0] if y.shape[1] == 1 else y

@@ -344,6 +344,10 @@ class Booster:
                              evals_log)
         finally:
             self._fitting = False
+            # the booster keeps its plan: a GPU provider's device copies go now
+            release = getattr(state.plan.histogram_provider, "release", None)
+            if release is not None:
+                release()
         mode.end_training(self)
         callbacks.after_training(self)
         return evals_log

@@ -302,7 +302,7 @@ class Dataset:
         n, n_features = shape
         self._n_features = n_features
         self.feature_names = _feature_names(feature_names, frame_names, reference, n_features)
-        self.label = None if label is None else _row_vector("label", label, n)
+        self.label = None if label is None else _row_vector("label", label, n, columns=True)
         self.weight = (np.ones(n) if weight is None else _row_vector("weight", weight, n))
         if weight is not None:
             _check_weight(self.weight)
@@ -865,8 +865,12 @@ def group_offsets(group, qid, n: int):
     return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
 
 
-def _row_vector(name: str, values, n: int) -> np.ndarray:
-    """``values`` as a float64 vector of n finite entries, or a ValueError naming ``name``."""
+def _row_vector(name: str, values, n: int, columns: bool = False) -> np.ndarray:
+    """``values`` as a float64 vector of n finite entries, or a ValueError naming ``name``.
+
+    ``columns``: a matrix (n, k) is taken too (labels of several targets), one column
+    as a vector.
+    """
     try:
         v = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -877,11 +881,15 @@ def _row_vector(name: str, values, n: int) -> np.ndarray:
                 "sklearn.preprocessing.LabelEncoder), or use TreeBoostClassifier, which "
                 "takes any labels" if name == "label" else "")
         raise ValueError(f"{name} must be numbers, got {what}{hint}") from None
-    if v.ndim != 1 or v.shape[0] != n:
-        raise ValueError(f"{name} must have one entry per row ({n}), got shape {v.shape}")
+    if columns and v.ndim == 2 and v.shape[0] == n and v.shape[1] >= 1:
+        v = v[:, 0].copy() if v.shape[1] == 1 else np.ascontiguousarray(v)
+    if v.ndim != 1 and not (columns and v.ndim == 2) or v.shape[0] != n:
+        rows = " (or one row of targets per row)" if columns else ""
+        raise ValueError(f"{name} must have one entry per row ({n}){rows}, got shape "
+                         f"{v.shape}")
     bad = ~np.isfinite(v)
     if bad.any():
-        i = int(np.argmax(bad))
+        i = int(np.argmax(bad.reshape(v.shape[0], -1).any(axis=1)))
         raise ValueError(f"{name} contains NaN or infinity ({int(bad.sum())} value(s), the "
                          f"first at row {i}: {v[i]})")
     return v

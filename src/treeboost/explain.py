@@ -119,13 +119,20 @@ def pred_contribs(estimator, X, iteration_range=None) -> np.ndarray:
         Feature contributions to the raw score (log-odds for binary
         classification) with the bias last; each row sums to the raw score
         (``decision_function``). With more than two classes one such block
-        per class (XGBoost's layout), summing to that class's raw score.
+        per class (XGBoost's layout), summing to that class's raw score. A
+        regressor of several outputs (a 2-D y, a list of alphas) gives
+        (n_samples, n_features + 1, n_outputs), the outputs last (SHAP's
+        multi-output layout), column k summing to output k's raw score.
     """
     X = estimator._check_X(X)
     booster = ranged_booster(estimator._booster, iteration_range)
     with threads(estimator.n_jobs):
         out = shap_values(booster, X)
-    return out[:, 0, :] if out.shape[1] == 1 else out
+    if out.shape[1] == 1:
+        return out[:, 0, :]
+    # several regression targets or quantiles: the outputs last (SHAP's multi-output
+    # layout); classes stay before the features (XGBoost's multiclass layout)
+    return out.transpose(0, 2, 1) if booster.loss.task == "regression" else out
 
 
 def _conditioning_tables(trees: list[Tree], packed: PackedTrees):
@@ -237,10 +244,13 @@ def pred_interactions(estimator, X, iteration_range=None) -> np.ndarray:
         (``shap_interaction_values``): symmetric, row i sums to
         ``pred_contribs``'s column i and each matrix to the raw score. With
         more than two classes one matrix per class (XGBoost's layout, as
-        ``pred_contribs``).
+        ``pred_contribs``); a regressor of several outputs: (n_samples, p + 1,
+        p + 1, n_outputs), the outputs last.
     """
     X = estimator._check_X(X)
     booster = ranged_booster(estimator._booster, iteration_range)
     with threads(estimator.n_jobs):
         out = shap_interaction_values(booster, X)
-    return out[:, 0] if out.shape[1] == 1 else out
+    if out.shape[1] == 1:
+        return out[:, 0]
+    return out.transpose(0, 2, 3, 1) if booster.loss.task == "regression" else out

@@ -139,9 +139,15 @@ PARAMS = [
           "for binary targets also a treeboost.Formula, a Loss or a callable "
           "loss(y, f) -> (gradient, hessian) with f the log-odds.",
           choices=CLASSIFICATION_LOSSES, scope="classifier", positional=True),
-    Param("alpha", "float", 0.9, "Quantile of the quantile loss; quantile of |residual| "
-          "that sets Huber's delta.", low=0.0, high=1.0, closed="neither", scope="regressor",
-          part="loss"),
+    Param("alpha", "float", 0.9, "Quantile of the quantile loss (a list of them: one "
+          "output per quantile, predictions sorted per row so that they never cross); "
+          "quantile of |residual| that sets Huber's delta.", low=0.0, high=1.0,
+          closed="neither", scope="regressor", part="loss"),
+    Param("multi_strategy", "str", "one_output_per_tree", "With a 2-D y (n_samples, "
+          "n_targets) or a list of alphas: one_output_per_tree grows one tree per output "
+          "and stage, each output as a single-output fit on its column (XGBoost's); "
+          "multi_output_tree (one tree of vector leaves) is not yet available.",
+          choices=("one_output_per_tree", "multi_output_tree"), scope="regressor"),
     Param("power", "float", 1.5, "Variance power of the Tweedie loss, in (1, 2) or > 2.",
           low=1.0, closed="neither", scope="regressor", part="loss"),
     Param("lambdarank_truncation_level", "int", 30, "lambdarank: pairs count when one of "
@@ -244,6 +250,13 @@ PARAMS = [
     Param("stochastic_rounding", "custom", True, "With use_quantized_grad: round the "
           "quantised gradients stochastically (unbiased; the same draws whatever n_jobs) "
           "rather than to nearest.", choices="True or False", part="grower"),
+    Param("device", "str", "cpu", "Where the trees' histograms are built: 'cpu' or "
+          "'cuda' (a CUDA GPU, with numba-cuda: pip install 'treeboost[cuda]'; no GPU: "
+          "an error, never a CPU fit). Dense input only. It does not change "
+          "use_quantized_grad: with quantised gradients (integer histograms) a GPU fit "
+          "gives the CPU's model bit for bit; with float histograms (the GPU adds them "
+          "in another order) within round-off. The partition and split search stay on "
+          "the CPU for now.", choices=("cpu", "cuda"), part="booster"),
     Param("class_weight", "custom", None, "Weights of the classes: None, 'balanced' or a "
           "dict {label: weight}; multiplied into sample_weight.",
           choices="None, 'balanced' or a dict {class label: positive weight}",
@@ -470,6 +483,8 @@ def validate(values: dict, scope: str) -> None:
             _check_user_loss(value)  # the table's choices list the built-in names only
         elif name == "eval_metric" and value is not None and not isinstance(value, str):
             check_eval_metric(value)  # a Metric or a list: the choices are the names only
+        elif name == "alpha" and isinstance(value, (list, tuple, np.ndarray)):
+            _check_alphas(value, values.get("loss"))  # multi-quantile
         elif name in table:
             table[name].check(value)
     if values.get("n_jobs") == 0:
@@ -482,3 +497,15 @@ def validate(values: dict, scope: str) -> None:
                          f"boosting={boosting!r}")
     if values.get("loss") == "tweedie" and values.get("power") == 2:
         raise ValueError("power=2 must be in (1, 2) or > 2 (power 2 is loss='gamma')")
+
+
+def _check_alphas(value, loss) -> None:
+    """A list of ``alpha``: distinct floats in (0, 1), with ``loss="quantile"`` only."""
+    if loss not in ("quantile", None):  # None: a Loss object (train() checks it)
+        raise ValueError(f"alpha={list(value)!r}: a list of quantiles needs "
+                         f"loss='quantile', got loss={loss!r}")
+    items = list(value)
+    if not items or any(isinstance(a, bool) or not isinstance(a, numbers.Real)
+                        or not 0.0 < a < 1.0 for a in items) or len(set(items)) != len(items):
+        raise ValueError(f"alpha={items!r} must be a float in (0, 1) or a list of distinct "
+                         "ones")

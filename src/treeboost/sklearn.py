@@ -268,7 +268,8 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
 
     def _encode_eval_target(self, y):
         try:
-            y = np.asarray(y, dtype=Y_DTYPE).ravel()
+            y = np.asarray(y, dtype=Y_DTYPE)
+            y = y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y if y.ndim == 2 else y.ravel()
         except (TypeError, ValueError) as exc:
             raise ValueError(f"eval_set targets must be numbers: {exc}") from exc
         if not np.all(np.isfinite(y)):
@@ -299,7 +300,12 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         summing to the raw score, or (n_samples, n_features + 1,
         n_features + 1) with ``pred_interactions``: symmetric, row i summing
         to feature i's contribution; with ``pred_leaf`` int32 of shape
-        (n_samples, n_stages); with ``raw_score`` of shape (n_samples,).
+        (n_samples, n_stages); with ``raw_score`` of shape (n_samples,). A model of
+        several outputs (a 2-D y of k columns, or ``alpha`` a list of k levels) gives
+        (n_samples, k) (multi-quantile: sorted within each row, in the order of the
+        levels, ``raw_score`` unsorted), with ``pred_contribs`` (n_samples,
+        n_features + 1, k) and with ``pred_interactions`` (n_samples, n_features + 1,
+        n_features + 1, k).
         """
         out = self._predict_option(X, pred_contribs, pred_interactions, pred_leaf, raw_score,
                                    iteration_range)
@@ -318,10 +324,80 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
 
         Yields
         ------
-        ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
         for raw in self._staged_raw_predict(X):
             yield self._booster.loss.inverse_link(raw.T)
+
+    def calibrate(self, X, y):
+        """Conformalize the band of a multi-quantile model on held-out rows (CQR).
+
+        Conformalized quantile regression (Romano, Patterson and Candes, 2019): with
+        the lowest and highest levels ``a_lo`` and ``a_hi`` of ``alpha``, the rows
+        (X, y), which the model was not fitted on, give the conformity scores
+        ``E_i = max(q_lo(x_i) - y_i, y_i - q_hi(x_i))``; ``Q``, their empirical
+        quantile of level ``(1 - m)(1 + 1/n)`` with ``m = a_lo + 1 - a_hi``
+        (``losses.conformal_offset``), widens the band to ``[q_lo - Q, q_hi + Q]``
+        (narrows it where Q < 0). The other levels are left as they are; each row's
+        predictions are sorted again.
+
+        Guarantee: for a new row exchangeable with the calibration rows,
+        ``P(q_lo - Q <= y <= q_hi + Q) >= 1 - m``, marginally (on average over the
+        calibration rows and the new row, not for each x), whatever the model; at most
+        ``1 - m + 1 / (n + 1)`` when the scores have no ties. The model's own band
+        promises nothing on new rows (quantile models overfit their band).
+
+        .. versionadded:: 0.2.0
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Calibration rows, held out of ``fit``.
+        y : array-like of shape (n_samples,)
+            Their targets.
+
+        Returns
+        -------
+        self
+            ``predict`` then returns the calibrated band (saved with the model;
+            ``conformal_offset_`` holds Q). A new ``fit`` forgets it.
+
+        Raises
+        ------
+        ValueError
+            Unless the model is a multi-quantile one (``loss="quantile"``, ``alpha`` a
+            list of at least two levels), or if y is not one finite number per row.
+        """
+        check_is_fitted(self, "_booster")
+        loss = self._booster.loss
+        if not getattr(loss, "multi_quantile", False) or loss.n_outputs < 2:
+            raise ValueError("calibrate needs a multi-quantile model: loss='quantile' with "
+                             "alpha a list of at least two levels (the band's ends)")
+        X = self._check_X(X)
+        y = np.asarray(y, dtype=Y_DTYPE)
+        if y.ndim != 1 or y.shape[0] != X.shape[0] or not np.all(np.isfinite(y)):
+            raise ValueError(f"y of shape {y.shape} must hold one finite number per row of "
+                             f"X ({X.shape[0]})")
+        from .losses import conformal_offset
+
+        alphas = [q.alpha for q in loss.losses]
+        lo, hi = int(np.argmin(alphas)), int(np.argmax(alphas))
+        loss.band_offset = None
+        raw = self._raw_predict(X)
+        loss.band_offset = conformal_offset(raw[:, lo], raw[:, hi], y,
+                                            alphas[lo] + 1.0 - alphas[hi])
+        return self
+
+    @property
+    def conformal_offset_(self):
+        """CQR's Q of the last ``calibrate`` (None before one)."""
+        check_is_fitted(self, "_booster")
+        return getattr(self._booster.loss, "band_offset", None)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
 
 
 @_estimator_io.register
@@ -657,7 +733,8 @@ class TreeBoostRanker(_TreeBoostBase):
 
     def _encode_eval_target(self, y):
         try:
-            y = np.asarray(y, dtype=Y_DTYPE).ravel()
+            y = np.asarray(y, dtype=Y_DTYPE)
+            y = y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y if y.ndim == 2 else y.ravel()
         except (TypeError, ValueError) as exc:
             raise ValueError(f"relevance labels must be numbers: {exc}") from exc
         if not np.all(np.isfinite(y)) or np.any(y < 0) or np.any(y != np.floor(y)):

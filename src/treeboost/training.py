@@ -23,12 +23,21 @@ from . import params as _params
 from ._dtypes import G_H_DTYPE, MAX_BINS
 from ._plan import check_plan
 from ._threads import threads
+from ._validation import check_multi_strategy
 from .booster import Booster, BoostingParams, EvalSet
 from .callbacks import EarlyStopping, EvaluationLogger
 from .constraints import check_earlier_trees, no_constraint
 from .dataset import Dataset
 from .grower import GrowerParams
-from .losses import RANKING_LOSSES, TrainingData, available_losses, get_loss, loss_tasks
+from .losses import (
+    RANKING_LOSSES,
+    PerOutput,
+    TrainingData,
+    available_losses,
+    get_loss,
+    loss_tasks,
+    per_target,
+)
 from .losses.base import GRADIENT_LIMIT, Loss
 from .metrics import get_metrics
 from .sampling import make_streams, stage_streams
@@ -54,14 +63,24 @@ def boosting_params(values: dict, scope: str = "regressor") -> BoostingParams:
 def _loss(values: dict, label: np.ndarray) -> Loss:
     """The loss object of ``values["loss"]`` (a name, or a Loss the caller built)."""
     loss = values.get("loss", _params.default("loss"))
+    check_multi_strategy(values.get("multi_strategy"))
+    if isinstance(values.get("alpha"), (list, tuple, np.ndarray)) and not (
+            loss == "quantile" or isinstance(loss, PerOutput)):
+        raise ValueError("alpha: a list of quantiles needs loss='quantile', got "
+                         f"loss={getattr(loss, 'name', loss)!r}")
     if isinstance(loss, Loss):
-        return loss
+        # a 2-D label: the built-in per-column loss once per column (multi-output)
+        built = isinstance(loss, PerOutput) and not loss.multi_quantile
+        return (per_target(loss, label.shape[1])
+                if label.ndim == 2 and not (built and loss.n_outputs == label.shape[1])
+                else loss)
     n_classes = None
     if isinstance(loss, str) and "classification" in loss_tasks(loss):
         n_classes = values.get("n_classes") or int(label.max()) + 1
     kwargs = {k: values[k] for k in (*_params.part_names("loss"), "multiclass_step")
               if k in values}
-    return get_loss(loss, n_classes=n_classes, **kwargs)
+    loss = get_loss(loss, n_classes=n_classes, **kwargs)
+    return per_target(loss, label.shape[1]) if label.ndim == 2 else loss
 
 
 def _continued_loss(values: dict, model: Booster, label: np.ndarray) -> Loss:
@@ -398,6 +417,11 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         booster.params = p
     _keep_feature_info(booster, train_set)
     metrics = get_metrics(params["eval_metric"], loss)
+    if isinstance(loss, PerOutput) and any(m.name != loss.name for m in metrics):
+        # the metrics of metrics.py score one output; the loss's own is every output's
+        raise ValueError(f"eval_metric={params['eval_metric']!r}: with several outputs (a "
+                         "2-D y or a list of alphas) only the loss's own metric "
+                         f"({loss.name!r}, the mean over the outputs) is available yet")
     patience = params["n_iter_no_change"]
     verbose = params["verbose"]
     chain = []  # the documented order: logger, early stopping, the caller's

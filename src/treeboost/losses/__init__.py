@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._data import TrainingData
 from .base import (
     LEAF_LINE_SEARCHES,
@@ -26,7 +28,20 @@ from .base import (
 from .classification import BinaryLogLoss, ExponentialLoss, SoftmaxLogLoss
 from .formula import Formula
 from .ranking import LambdaRank, Pairwise, RankXENDCG
-from .regression import AbsoluteError, Gamma, Huber, Poisson, Quantile, SquaredError, Tweedie
+from .regression import (
+    PER_COLUMN_LOSSES,
+    AbsoluteError,
+    Gamma,
+    Huber,
+    PerOutput,
+    Poisson,
+    Quantile,
+    SquaredError,
+    Tweedie,
+    conformal_offset,
+    multi_quantile,
+    per_target,
+)
 from .survival import Cox
 
 #: the tasks a loss may be registered for
@@ -245,7 +260,9 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
     **params
         Loss parameters: ``alpha`` (huber, quantile), ``power`` (tweedie),
         ``multiclass_step`` (log_loss with more than two classes), or those
-        a registered loss declares; the others are ignored.
+        a registered loss declares; the others are ignored. ``alpha`` a list
+        (``quantile``): one output per level (``multi_quantile``); ``n_targets``:
+        one output per label column of a 2-D y (``per_target``).
 
     Returns
     -------
@@ -258,6 +275,19 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
     entry = _REGISTRY.get(name)
     if entry is None:
         raise ValueError(f"loss={name!r} is not one of {available_losses()}")
+    n_targets = params.pop("n_targets", None)
+    if name == "quantile" and entry.builtin and isinstance(params.get("alpha"),
+                                                           (list, tuple, np.ndarray)):
+        if n_targets is not None:
+            raise ValueError("a list of alphas (multi-quantile) takes a 1-D y, not "
+                             f"{n_targets} target columns")
+        return multi_quantile(params["alpha"], params.get("band_offset"))
+    loss = _build(entry, name, n_classes, params)
+    return loss if n_targets is None else per_target(loss, int(n_targets))
+
+
+def _build(entry: _Entry, name: str, n_classes, params: dict) -> Loss:
+    """The loss of registry entry ``entry`` with the parameters it accepts."""
     kept = {k: v for k, v in params.items() if k in entry.params}
     if isinstance(entry.factory, type):
         if n_classes is not None and n_classes > 2 and entry.factory.n_outputs == 1:
@@ -302,4 +332,6 @@ __all__ = ["Loss", "TrainingData", "LEAF_LINE_SEARCHES", "TASKS", "available_los
            "weighted_quantile", "REGRESSION_LOSSES", "CLASSIFICATION_LOSSES", "RANKING_LOSSES",
            "SURVIVAL_LOSSES", "Cox",
            "SquaredError", "AbsoluteError", "Huber", "Quantile", "Poisson", "Gamma", "Tweedie",
-           "BinaryLogLoss", "ExponentialLoss", "SoftmaxLogLoss", "Formula"]
+           "BinaryLogLoss", "ExponentialLoss", "SoftmaxLogLoss", "Formula",
+           "PerOutput", "PER_COLUMN_LOSSES", "per_target", "multi_quantile",
+           "conformal_offset"]

@@ -335,3 +335,192 @@ class Tweedie(_LogLinkLoss):
     def get_params(self):
         """``power``."""
         return {"power": self.power}
+
+
+def _column(data, j):
+    """``data`` (a ``TrainingData``) seen by one output: label column ``j`` (all of a 1-D y)."""
+    from dataclasses import replace
+
+    y = data.y if data.y.ndim == 1 else np.ascontiguousarray(data.y[:, j])
+    return replace(data, y=y, n_outputs=1)
+
+
+class PerOutput(Loss):
+    """Several single-output losses side by side: one tree per output and stage.
+
+    Output k is fitted by ``losses[k]`` on label column ``k`` of a 2-D y
+    (multi-output regression, ``n_targets``), or on the one column of a 1-D y
+    (multi-quantile, one ``Quantile`` per ``alpha``): F0, gradients and line
+    search of each output are those of its loss alone, so each output's trees are
+    those of a single-output fit on its column (``multi_strategy=
+    "one_output_per_tree"``, as XGBoost's). Predictions have shape (n, n_outputs).
+
+    Parameters
+    ----------
+    losses : list of Loss
+        Single-output losses of one class (one per output).
+    multi_quantile : bool, default=False
+        The outputs are quantiles of one 1-D y (``alpha`` a list): predictions are
+        sorted within each row, in the order of the alphas, so that they never cross.
+    """
+
+    leaf_line_search = "exact"  # the instance's is its losses' (Newton: the fused kernel)
+
+    def __init__(self, losses, multi_quantile: bool = False, band_offset: float | None = None):
+        self.losses = list(losses)
+        #: multi-quantile after ``TreeBoostRegressor.calibrate`` (CQR): subtracted from the
+        #: lowest quantile's predictions and added to the highest's; None: not calibrated
+        self.band_offset = None if band_offset is None else float(band_offset)
+        base = self.losses[0]
+        self.name = base.name
+        self.n_outputs = len(self.losses)
+        self.multi_quantile = bool(multi_quantile)
+        self.link = base.link
+        self.leaf_line_search = base.leaf_line_search
+        self.max_delta_step = base.max_delta_step
+        self.gradients_read_every_row = base.gradients_read_every_row
+
+    @property
+    def task(self) -> str:
+        """``"regression"``."""
+        return "regression"
+
+    def _y(self, y, j):
+        return y if y.ndim == 1 else y[:, j]
+
+    def prepare(self, data):
+        """Each output's loss's ``prepare`` on its column."""
+        for j, loss in enumerate(self.losses):
+            loss.prepare(_column(data, j))
+
+    def init_raw(self, data):
+        """F0 of each output on its column, shape (n_outputs,)."""
+        return np.concatenate([np.asarray(loss.init_raw(_column(data, j)), dtype=np.float64)
+                               for j, loss in enumerate(self.losses)])
+
+    def init_score(self, y, sample_weight):
+        """F0 of each output on its column."""
+        return np.concatenate([loss.init_score(self._y(y, j), sample_weight)
+                               for j, loss in enumerate(self.losses)])
+
+    def gradients(self, data, raw, gradient, hessian, context=None):
+        """Each output's gradients on its column; returns the list of their contexts."""
+        out = [loss.gradients(_column(data, j), raw[j:j + 1], gradient[j:j + 1],
+                              hessian[j:j + 1], None if context is None else context[j])
+               for j, loss in enumerate(self.losses)]
+        return None if all(c is None for c in out) else out
+
+    def stage_context(self, y, raw, sample_weight):
+        """Each output's stage context on its column."""
+        return [loss.stage_context(self._y(y, j), raw[j:j + 1], sample_weight)
+                if loss.gradients_read_every_row else None
+                for j, loss in enumerate(self.losses)]
+
+    def line_search(self, data, output, raw, sample_indices, leaf_starts, leaf_stops, sum_g,
+                    sum_h, context, reg_lambda, reg_alpha):
+        """Output ``output``'s loss's line search on its column (its alpha, its delta)."""
+        return self.losses[output].line_search(
+            _column(data, output), 0, raw, sample_indices, leaf_starts, leaf_stops, sum_g,
+            sum_h, None if context is None else context[output], reg_lambda, reg_alpha)
+
+    def validate_target(self, y):
+        """Each output's loss's check on its column."""
+        for j, loss in enumerate(self.losses):
+            loss.validate_target(self._y(y, j))
+
+    def pointwise(self, y, raw):
+        """The mean over the outputs of each output's loss, per row."""
+        return np.mean([loss.pointwise(self._y(y, j), raw[j:j + 1])
+                        for j, loss in enumerate(self.losses)], axis=0)
+
+    def check_scale(self, y, sample_weight):
+        """Each output's loss's check on its column."""
+        for j, loss in enumerate(self.losses):
+            loss.check_scale(self._y(y, j), sample_weight)
+
+    def inverse_link(self, raw):
+        """Predictions of shape (n_samples, n_outputs); multi-quantile: sorted per row.
+
+        Sorting each row's quantile predictions (in the order of the alphas) can
+        only lower the pinball loss summed over the levels (the rearrangement of
+        Chernozhukov, Fernandez-Val and Galichon, Econometrica 2010): the bands
+        never cross.
+        """
+        out = np.stack([loss.inverse_link(raw[j:j + 1])
+                        for j, loss in enumerate(self.losses)], axis=1)
+        if self.multi_quantile:
+            order = np.argsort([loss.alpha for loss in self.losses], kind="stable")
+            if self.band_offset is not None and order.size > 1:  # CQR's widened band
+                out[:, order[0]] -= self.band_offset
+                out[:, order[-1]] += self.band_offset
+            out[:, order] = np.sort(out, axis=1)
+        return out
+
+    def get_params(self):
+        """The base loss's parameters with ``n_targets``, or ``alpha`` as a list."""
+        if self.multi_quantile:
+            alphas = {"alpha": [loss.alpha for loss in self.losses]}
+            return alphas if self.band_offset is None else {**alphas,
+                                                            "band_offset": self.band_offset}
+        return {**self.losses[0].get_params(), "n_targets": self.n_outputs}
+
+
+#: the losses a 2-D y may take, one output per column (``per_target``)
+PER_COLUMN_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
+                     "gamma", "tweedie")
+
+
+def per_target(loss: Loss, n_targets: int) -> Loss:
+    """``loss`` fitted to each of ``n_targets`` label columns (``PerOutput``).
+
+    Raises ``ValueError`` for a loss that is not one of ``PER_COLUMN_LOSSES``.
+    """
+    if isinstance(loss, PerOutput) or loss.name not in PER_COLUMN_LOSSES \
+            or type(loss).__module__ != __name__:
+        what = ("a list of alphas (multi-quantile) takes a 1-D y"
+                if isinstance(loss, PerOutput) else f"one of {list(PER_COLUMN_LOSSES)}")
+        raise ValueError(f"a 2-D y (n_samples, {n_targets}) needs loss={what}; got "
+                         f"loss={loss.name!r}")
+    import copy
+
+    return PerOutput([copy.deepcopy(loss) for _ in range(n_targets)])
+
+
+def multi_quantile(alphas, band_offset: float | None = None) -> Loss:
+    """One ``Quantile`` output per alpha, predictions sorted per row (``PerOutput``)."""
+    alphas = [float(a) for a in alphas]
+    if len(alphas) < 1 or not all(0.0 < a < 1.0 for a in alphas) \
+            or len(set(alphas)) != len(alphas):
+        raise ValueError(f"alpha={alphas!r} must be distinct floats in (0, 1)")
+    return PerOutput([Quantile(a) for a in alphas], multi_quantile=True,
+                     band_offset=band_offset)
+
+
+def conformal_offset(lower, upper, y, miscoverage: float) -> float:
+    """CQR's correction of a quantile band from held-out rows (Romano et al. 2019).
+
+    The conformity scores E_i = max(lower_i - y_i, y_i - upper_i) of the n
+    calibration rows; the correction is their empirical quantile of level
+    (1 - miscoverage)(1 + 1/n), the ceil((n + 1)(1 - miscoverage))-th smallest score.
+    The band [lower - Q, upper + Q] then covers a new row exchangeable with the
+    calibration rows with probability at least 1 - miscoverage (marginally).
+
+    Parameters
+    ----------
+    lower, upper : ndarray of shape (n,)
+        The band's predictions at the calibration rows.
+    y : ndarray of shape (n,)
+        Their targets.
+    miscoverage : float
+        alpha of the guarantee, in (0, 1).
+
+    Returns
+    -------
+    float
+        Q (negative when the band was too wide); inf when n is too small for the
+        level ((n + 1)(1 - miscoverage) > n).
+    """
+    scores = np.sort(np.maximum(lower - y, y - upper))
+    n = scores.size
+    rank = int(np.ceil((n + 1) * (1.0 - miscoverage)))
+    return float(scores[rank - 1]) if 1 <= rank <= n else float(np.inf)
