@@ -102,8 +102,10 @@ def test_errors_name_y_and_the_parameter(data):
         train({"multi_strategy": "multi_output_tree"}, Dataset(X, Y))
     with pytest.raises(ValueError, match="2-D y"):
         TreeBoostRegressor(loss="cox").fit(X, Y)
-    with pytest.raises(ValueError, match="eval_metric"):
-        TreeBoostRegressor(n_estimators=2, eval_metric="rmse").fit(X, Y)
+    with pytest.raises(ValueError, match="eval_metric='ndcg@10' is not defined"):
+        TreeBoostRegressor(n_estimators=2, eval_metric="ndcg@10").fit(X, Y)
+    with pytest.raises(ValueError, match="eval_metric='ndcg@10' is not defined for several"):
+        train({"n_estimators": 2, "eval_metric": "ndcg@10"}, Dataset(X, Y))
 
 
 def test_early_stopping_on_the_mean_loss(data):
@@ -179,3 +181,101 @@ def test_training_over_a_collective_refuses_several_targets_by_name():
             train({"loss": "quantile", "alpha": [0.2, 0.8], "n_estimators": 2,
                    "random_state": 0}, Dataset(X, X[:, 0]).construct(data.bin_mapper),
                   collective=host)
+
+
+# ---- metrics of several outputs: the mean over the outputs (issue 37 part 6) --------------
+def _per_column_rmse(Y, P, w=None):
+    return np.mean(np.sqrt(np.average((P - Y) ** 2, axis=0, weights=w)))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_eval_rmse_is_the_mean_of_the_per_target_rmse(data, weighted):
+    X, Y = data
+    w = np.random.default_rng(0).uniform(0.5, 2.0, X.shape[0]) if weighted else None
+    ew = [w[400:]] if weighted else None
+    model = TreeBoostRegressor(n_estimators=8, eval_metric=["rmse", "mae"], random_state=0)
+    model.fit(X[:400], Y[:400], sample_weight=None if w is None else w[:400],
+              eval_set=[(X[400:], Y[400:])], eval_sample_weight=ew)
+    log = model.evals_result_["validation_0"]
+    P = model.predict(X[400:])
+    wv = None if w is None else w[400:]
+    assert np.isclose(log["rmse"][-1], _per_column_rmse(Y[400:], P, wv), rtol=1e-12)
+    mae = np.mean(np.average(np.abs(P - Y[400:]), axis=0, weights=wv))
+    assert np.isclose(log["mae"][-1], mae, rtol=1e-12)
+
+
+def test_early_stopping_on_the_mean_rmse(data):
+    X, Y = data
+    model = TreeBoostRegressor(n_estimators=400, learning_rate=0.3, eval_metric="rmse",
+                               n_iter_no_change=5, random_state=0)
+    model.fit(X[:400], Y[:400], eval_set=[(X[400:], Y[400:])])
+    log = model.evals_result_["validation_0"]["rmse"]
+    assert model.n_iter_ < 400
+    assert model.best_iteration_ == int(np.argmin(log))
+    P = model.predict(X[400:])
+    assert np.isclose(_per_column_rmse(Y[400:], P), min(log), rtol=1e-12)
+
+
+def test_rmse_of_a_multi_quantile_model_is_per_level(data):
+    X, Y = data
+    model = TreeBoostRegressor(loss="quantile", alpha=[0.2, 0.8], n_estimators=5,
+                               eval_metric="rmse").fit(X, Y[:, 0], eval_set=[(X, Y[:, 0])])
+    P = model.predict(X)
+    assert np.isclose(model.evals_result_["validation_0"]["rmse"][-1],
+                      _per_column_rmse(Y[:, :1], P), rtol=1e-12)
+
+
+# ---- the command line: --target a,b --------------------------------------------------------
+def test_cli_several_targets_match_the_estimator(data, tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from treeboost.cli import main
+    from treeboost.study.data import split_indices
+
+    X, Y = data
+    X, Y = X[:200], Y[:200, :2]
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    frame["a"], frame["b"] = Y[:, 0], Y[:, 1]
+    path, model_path = tmp_path / "d.csv", tmp_path / "m.json"
+    frame.to_csv(path, index=False)
+    assert main(["train", str(path), "--target", "a,b", "--n-estimators", "15", "--seed",
+                 "3", "--format", "json", "--save", str(model_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    train_rows, test_rows = split_indices(frame["a"], "regression", 1, 0, 3)
+    ours = TreeBoostRegressor(n_estimators=15, random_state=3).fit(
+        frame.iloc[train_rows, :-2].reset_index(drop=True), Y[train_rows])
+    P = ours.predict(frame.iloc[test_rows, :-2].reset_index(drop=True))
+    rmse = np.sqrt(np.mean((P - Y[test_rows]) ** 2, axis=0))
+    assert np.allclose([report["targets"][t]["rmse"] for t in "ab"], rmse, rtol=1e-12)
+    assert np.isclose(report["rmse"], rmse.mean(), rtol=1e-12)
+    assert main(["train", str(path), "--target", "a,b", "--n-estimators", "15", "--seed",
+                 "3"]) == 0
+    text = capsys.readouterr().out
+    assert f"target    a: rmse {rmse[0]:.6g}," in text
+    assert "(mean of 2 targets)" in text
+    assert main(["predict", str(model_path), str(path)]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(printed.columns) == ["prediction_0", "prediction_1"]
+    assert np.allclose(printed.to_numpy(), ours.predict(frame.iloc[:, :-2]), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--task", "classification"], "needs --task regression"),
+    (["--loss", "cox"], "needs a per-column --loss"),
+    (["--event-column", "b"], "does not go with --event-column")])
+def test_cli_several_targets_refusals_name_target(tmp_path, extra, message):
+    import argparse
+
+    import pandas as pd
+
+    from treeboost.cli.train import add_parser, check_multi_target
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"x": [1.0, 2.0], "a": [1.0, 2.0], "b": [3.0, 4.0]}).to_csv(path, index=False)
+    args = parser.parse_args(["train", str(path), "--target", "a,b", *extra])
+    with pytest.raises(ValueError, match=f"^--target a,b .*{message}"):
+        check_multi_target(args)

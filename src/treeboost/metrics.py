@@ -15,7 +15,10 @@ A user metric is called as ``fn(y_true, y_pred, sample_weight=w)``:
   for a regressor (the mean, median or quantile the loss estimates); for a
   classifier the probabilities, as scikit-learn's probability scorers get
   them: shape (n_samples,) with the positive class's probability for a
-  binary classifier, (n_samples, n_classes) for several classes;
+  binary classifier, (n_samples, n_classes) for several classes; for a regressor of
+  several outputs (a 2-D y, or a list of alphas) ``y_pred`` is (n_samples, n_outputs)
+  and ``y_true`` the 2-D y (or the 1-D y of the quantile levels); the built-in RMSE and
+  MAE are then the mean over the outputs of each output's value (``MULTI_OUTPUT_METRICS``);
 - ``sample_weight``: the rows' weights, always an array (ones when none
   were given).
 
@@ -192,12 +195,43 @@ def evaluate(metrics, y, raw, sample_weight, loss, where="", group_offsets=None
     return values
 
 
+def per_output_errors(y, pred, w, power: int) -> np.ndarray:
+    """Each output's weighted mean of ``|pred - y| ** power``, shape (n_outputs,).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Targets; a 1-D y (multi-quantile, or one output) is every output's.
+    pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Predictions on the response scale.
+    w : ndarray of shape (n_samples,)
+        Row weights, shared by the outputs.
+    power : {1, 2}
+        1: absolute errors (MAE), 2: squared errors (MSE).
+
+    Returns
+    -------
+    ndarray of shape (n_outputs,)
+        One value for a 1-D ``pred``.
+    """
+    pred = np.asarray(pred, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if pred.ndim == 1:
+        pred = pred[:, None]
+    if y.ndim == 1:
+        y = y[:, None]
+    diff = np.abs(pred - y)
+    return np.average(diff ** 2 if power == 2 else diff, axis=0, weights=w)
+
+
 def _rmse(y, raw, w, loss):
-    return np.sqrt(np.average((loss.inverse_link(raw) - y) ** 2, weights=w))
+    """RMSE; with several outputs the mean over the outputs of each one's RMSE."""
+    return float(np.mean(np.sqrt(per_output_errors(y, loss.inverse_link(raw), w, 2))))
 
 
 def _mae(y, raw, w, loss):
-    return np.average(np.abs(loss.inverse_link(raw) - y), weights=w)
+    """MAE; with several outputs the mean over the outputs of each one's MAE."""
+    return float(np.mean(per_output_errors(y, loss.inverse_link(raw), w, 1)))
 
 
 def _error(y, raw, w, loss):
@@ -575,6 +609,12 @@ METRICS = {
 }
 #: every name ``eval_metric`` accepts: "loss", ``METRICS`` and the ranking families
 METRIC_NAMES = MetricNames(("loss", *METRICS))
+
+
+#: the built-in metrics defined for several outputs (a 2-D y or a list of alphas): the
+#: mean over the outputs of each output's value, rows weighted alike (XGBoost's
+#: convention for several targets); the loss's own metric is also such a mean
+MULTI_OUTPUT_METRICS = ("rmse", "mae")
 
 
 #: the tasks each metric is defined for: AUC and the error rate need classes, and RMSE

@@ -39,7 +39,7 @@ from .losses import (
     per_target,
 )
 from .losses.base import GRADIENT_LIMIT, Loss
-from .metrics import get_metrics
+from .metrics import MULTI_OUTPUT_METRICS, _BuiltinMetric, get_metrics
 from .sampling import make_streams, stage_streams
 
 
@@ -417,11 +417,16 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
         booster.params = p
     _keep_feature_info(booster, train_set)
     metrics = get_metrics(params["eval_metric"], loss)
-    if isinstance(loss, PerOutput) and any(m.name != loss.name for m in metrics):
-        # the metrics of metrics.py score one output; the loss's own is every output's
-        raise ValueError(f"eval_metric={params['eval_metric']!r}: with several outputs (a "
-                         "2-D y or a list of alphas) only the loss's own metric "
-                         f"({loss.name!r}, the mean over the outputs) is available yet")
+    if isinstance(loss, PerOutput):
+        # RMSE and MAE average over the outputs, as the loss's own metric; the others
+        # (classes, query groups, survival times) have no meaning for several outputs
+        for m in metrics:
+            if isinstance(m, _BuiltinMetric) and m.name != loss.name \
+                    and m.name not in MULTI_OUTPUT_METRICS:
+                raise ValueError(f"eval_metric={m.name!r} is not defined for several "
+                                 "outputs (a 2-D y or a list of alphas); use one of "
+                                 f"{['loss', *MULTI_OUTPUT_METRICS]} (each the mean over "
+                                 "the outputs) or a make_metric metric")
     patience = params["n_iter_no_change"]
     verbose = params["verbose"]
     chain = []  # the documented order: logger, early stopping, the caller's

@@ -57,7 +57,9 @@ def add_parser(sub) -> None:
                    help="test file in DATA's format and columns: scored instead of a split "
                         "of DATA")
     p.add_argument("--target", help="target column (default: last ARFF attribute; "
-                                    "required for CSV)")
+                                    "required for CSV); several, comma-separated (a,b), "
+                                    "fit a multi-output regression, one output per "
+                                    "column")
     p.add_argument("--task", choices=["auto", "classification", "regression", "ranking",
                                       "survival"],
                    default="auto", help="default: ranking for query groups (svmlight qid: "
@@ -150,6 +152,9 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None,
         take_rows,
     )
 
+    names = target_columns(target)
+    if names is not None:
+        target = names[0]  # the others are taken out of the features below
     spec = DatasetSpec(os.path.basename(path), os.fspath(path), target,
                        None if task == "auto" else task, query, event)
     zero_based = None
@@ -170,10 +175,12 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None,
                          f"test file {os.fspath(test)}", zero_based)
     else:
         X, y, task, group = load_spec(spec, return_group=True)
+        X, y = _more_targets(X, y, names, task, spec.source)
     if test is not None:
         test_spec = DatasetSpec(os.path.basename(test), os.fspath(test), target, task, query,
                                 event)
         X_test, y_test, _, test_group = load_spec(test_spec, return_group=True)
+        X_test, y_test = _more_targets(X_test, y_test, names, task, test_spec.source)
         X, X_test = _like_training(X, X_test, test, one_hot)
         return Split(task, X, X_test, y, y_test, group, test_group,
                      f"test file {os.fspath(test)}")
@@ -188,6 +195,81 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None,
                "survival": "80/20 stratified by event"}.get(task, "80/20")
     return Split(task, take_rows(X, train), take_rows(X, held), take_rows(y, train),
                  take_rows(y, held), train_group, test_group, how, zero_based)
+
+
+def target_columns(target) -> list[str] | None:
+    """The columns of a ``--target`` naming several (``a,b``), or None for one column.
+
+    Raises
+    ------
+    ValueError
+        Naming ``--target`` for an empty or repeated name.
+    """
+    if target is None or "," not in target:
+        return None
+    names = [name.strip() for name in target.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise ValueError(f"--target {target!r}: several targets are distinct column names "
+                         "separated by commas, e.g. --target a,b")
+    return names
+
+
+def check_multi_target(args) -> None:
+    """Refuse, naming ``--target``, what several targets cannot go with.
+
+    Several targets fit a multi-output regression (one output per column), so the task
+    must be regression (or auto) and ``--loss`` one of the per-column losses
+    (``losses.PER_COLUMN_LOSSES``); checked before any data is read.
+    """
+    from ..losses import PER_COLUMN_LOSSES
+
+    names = target_columns(args.target)
+    if names is None:
+        return
+    what = f"--target {args.target} (several targets: a multi-output regression)"
+    if args.task not in ("auto", "regression"):
+        raise ValueError(f"{what} needs --task regression (or auto); got --task {args.task}")
+    for option, value in (("--query-column", args.query_column),
+                          ("--event-column", args.event_column)):
+        if value is not None:
+            raise ValueError(f"{what} does not go with {option} (ranking, survival)")
+    loss = getattr(args, "loss", None)
+    if isinstance(loss, str) and loss not in PER_COLUMN_LOSSES:
+        raise ValueError(f"{what} needs a per-column --loss, one of "
+                         f"{', '.join(PER_COLUMN_LOSSES)}; got --loss {loss}")
+
+
+def _more_targets(X, y, names, task, source):
+    """Features and target of a multi-output file: ``names[1:]`` taken out of ``X`` and
+    put beside ``y`` (a ``DataFrame`` of float64 columns in the order of ``names``); rows
+    missing any of them left out, with a warning. ``(X, y)`` unchanged if ``names`` is
+    None."""
+    import warnings
+
+    from ..exceptions import DataError
+    from ..study.data import _regression_target
+
+    if names is None:
+        return X, y
+    if task != "regression":
+        raise ValueError(f"--target {','.join(names)}: several targets are a multi-output "
+                         f"regression, and {source}'s target {names[0]!r} makes the task "
+                         f"{task}; give numeric target columns")
+    missing = [name for name in names[1:] if name not in X.columns]
+    if missing:
+        raise DataError(f"{source}: target column {missing[0]!r} is not a column (columns: "
+                        f"{', '.join(map(str, X.columns))})")
+    Y = pd.concat([y.rename(names[0]), *(_regression_target(X.pop(name), source)
+                                        for name in names[1:])], axis=1)
+    keep = Y.notna().all(axis=1).to_numpy()
+    if not keep.all():
+        if not keep.any():
+            raise DataError(f"{source}: no row has a value in every target column")
+        warnings.warn(f"{source}: {int((~keep).sum())} of {keep.size} rows miss a value in "
+                      f"target columns {', '.join(names[1:])} and are left out",
+                      UserWarning, stacklevel=3)
+        X, Y = X[keep].reset_index(drop=True), Y[keep].reset_index(drop=True)
+    return X, Y
 
 
 def _format_mismatch(path):
@@ -269,7 +351,8 @@ def survival_params(chosen: dict) -> dict:
 
 
 def metrics(task, model, X_test, y_test, group=None) -> dict:
-    """Test metrics: accuracy, log-loss, AUC (binary), macro F1; or RMSE, MAE, R2; or,
+    """Test metrics: accuracy, log-loss, AUC (binary), macro F1; or RMSE, MAE, R2 (with
+    several targets each one's, under "targets", and their means); or,
     for ranking (``group`` the test queries' sizes), NDCG@1/3/5/10 and MAP@10; or, for
     survival (``y_test`` signed times), Harrell's concordance index ("cindex") and
     Breslow's negative log partial likelihood per event ("cox-nloglik", NaN without an
@@ -295,8 +378,14 @@ def metrics(task, model, X_test, y_test, group=None) -> dict:
     if task == "regression":
         pred = model.predict(X_test)
         y = np.asarray(y_test, dtype=np.float64)
-        return {"rmse": float(np.sqrt(m.mean_squared_error(y, pred))),
-                "mae": float(m.mean_absolute_error(y, pred)), "r2": float(m.r2_score(y, pred))}
+        if y.ndim == 2:  # several targets: each one's metrics, and their mean
+            columns = [str(c) for c in y_test.columns] if hasattr(y_test, "columns") \
+                else [f"target_{j}" for j in range(y.shape[1])]
+            per = {name: _regression_metrics(y[:, j], pred[:, j])
+                   for j, name in enumerate(columns)}
+            return {**{key: float(np.mean([v[key] for v in per.values()]))
+                       for key in ("rmse", "mae", "r2")}, "targets": per}
+        return _regression_metrics(y, pred)
     y = np.asarray(y_test)
     proba = model.predict_proba(X_test)
     pred = model.classes_[proba.argmax(axis=1)]
@@ -308,6 +397,14 @@ def metrics(task, model, X_test, y_test, group=None) -> dict:
     if len(model.classes_) == 2 and len(np.unique(y[known])) == 2:
         out["auc"] = float(m.roc_auc_score(y[known] == model.classes_[1], proba[known, 1]))
     return out
+
+
+def _regression_metrics(y, pred) -> dict:
+    """RMSE, MAE and R2 of one target's predictions."""
+    from sklearn import metrics as m
+
+    return {"rmse": float(np.sqrt(m.mean_squared_error(y, pred))),
+            "mae": float(m.mean_absolute_error(y, pred)), "r2": float(m.r2_score(y, pred))}
 
 
 def progress_callbacks(mode, verbose, stream=None, tqdm_class=None) -> list:
@@ -359,6 +456,7 @@ def run(args) -> int:
         check_destination(args.save)  # before the fit, not after it
         if os.path.exists(args.save) and not args.force:
             raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
+    check_multi_target(args)
     task = decide_task(args.task, getattr(args, "loss", None))
     data = load_split(args.data, args.target, task, args.one_hot, args.seed, args.test,
                       args.query_column, args.event_column)
@@ -375,8 +473,10 @@ def run(args) -> int:
         model.fit(data.X_train, np.asarray(data.y_train, dtype=np.float64),
                   callbacks=callbacks)
     else:
-        model.fit(data.X_train, np.asarray(data.y_train) if task == "classification"
-                  else data.y_train, callbacks=callbacks)
+        y_train = data.y_train if getattr(data.y_train, "ndim", 1) == 1 else \
+            data.y_train.to_numpy(np.float64)  # several targets: (n, k)
+        model.fit(data.X_train, np.asarray(y_train) if task == "classification"
+                  else y_train, callbacks=callbacks)
     seconds = time.perf_counter() - start
     n_train, n_test = data.X_train.shape[0], data.X_test.shape[0]
     report = {"data": os.fspath(args.data), "task": task, "n_rows": n_train + n_test,
@@ -427,6 +527,10 @@ def _print_text(report: dict) -> None:
     for name in ("accuracy", "log_loss", "auc", "f1_macro", "rmse", "mae", "r2", *ranking,
                  "cindex", "cox-nloglik"):
         if name in report:
-            print(f"{name:<9} {report[name]:.6g}")
+            mean = f" (mean of {len(report['targets'])} targets)" if "targets" in report \
+                else ""
+            print(f"{name:<9} {report[name]:.6g}{mean}")
+    for target, values in report.get("targets", {}).items():
+        print(f"target    {target}: " + ", ".join(f"{k} {v:.6g}" for k, v in values.items()))
     if "model" in report:
         print(f"saved     {report['model']}")
