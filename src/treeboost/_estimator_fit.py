@@ -206,6 +206,9 @@ class _EstimatorFit:
         else:
             X, y = validate_data(self, X, y, **checks)
             self.pandas_categories_ = {}
+        # (multi_output checks leave a 1-D y as given, a strided column perhaps; the
+        # kernels take C-contiguous labels, one compiled specialisation)
+        y = np.ascontiguousarray(y)
         self.is_categorical_ = categorical_mask(
             self.categorical_features, X.shape[1], getattr(self, "feature_names_in_", None),
             self.pandas_categories_)

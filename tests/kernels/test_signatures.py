@@ -112,6 +112,9 @@ def exercise_estimators():
     X_tall = np.random.default_rng(2).normal(size=(140_000, 2))
     fit_predict(TreeBoostRegressor(n_estimators=1, max_leaf_nodes=3, random_state=0), X_tall,
                 X_tall[:, 0])
+    # and for a quantised tree's leaf sums refitted on every thread (leaf_sums)
+    fit_predict(TreeBoostClassifier(n_estimators=1, max_leaf_nodes=3, use_quantized_grad=True,
+                                    random_state=0), X_tall, (X_tall[:, 0] > 0).astype(int))
     # softmax with enough scores (rows x classes) for its parallel row maxima
     fit_predict(TreeBoostClassifier(n_estimators=2, max_leaf_nodes=4, random_state=0), X_big,
                 np.digitize(X_big[:, 0], [-0.5, 0.5]))
@@ -196,6 +199,20 @@ def exercise_estimators():
     model = TreeBoostRegressor(**common).fit(X_nan.astype(np.float32), y_pos)
     model.predict(X_nan)
     model.predict(X_nan[:1, :])
+    # survival (Cox) and its concordance index
+    from treeboost import TreeBoostSurvival
+
+    signed = np.where(rng.random(n) < 0.7, 1.0, -1.0) * rng.exponential(size=n) + 0.0
+    TreeBoostSurvival(**common).fit(X, signed).score(X, signed)
+    # histograms handed to a provider (the plan's seam), float and quantised
+    from treeboost import Dataset, train
+    from treeboost.histogram_provider import CPUHistogramProvider
+
+    y_bin = (X[:, 0] > 0).astype(np.float64)
+    for quantized in (False, True):
+        train({"loss": "log_loss", "n_estimators": 2, "random_state": 0,
+               "use_quantized_grad": quantized}, Dataset(X_nan, y_bin),
+              plan={"histogram_provider": CPUHistogramProvider()})
 
 
 #: appended to a signature whose ``hessian`` argument is None (compiled_signatures)
@@ -242,7 +259,8 @@ CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
                        "partition.partition_rows",
                        "partition.partition_rows_serial", "splitting.clipped_value",
                        "splitting.constrained_split_gain", "splitting.score_given_value",
-                       "grower.search_pair", "grower.leaf_sums"}
+                       "grower.search_pair", "grower.leaf_sums",
+                       "node_histogram.dense_root_histogram"}
 
 
 #: the records of optional concerns (records.py) whose presence makes a specialisation
