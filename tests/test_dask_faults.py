@@ -37,6 +37,11 @@ def test_a_worker_killed_mid_fit_is_one_clear_error():
         yd = client.persist(da.from_array(y, chunks=10_000))
         distributed.wait([Xd, yd])
         before = Xd.sum().compute()
+        # a short fit first, so the kernels are compiled on both workers: on an empty
+        # cache the survivor would otherwise spend the test's time budget compiling,
+        # and what is under test is how a fit that is training notices the death
+        DaskTreeBoostRegressor(n_estimators=3, max_leaf_nodes=31, random_state=0,
+                               client=client).fit(Xd, yd)
         model = DaskTreeBoostRegressor(n_estimators=100_000, max_leaf_nodes=31,
                                        random_state=0, client=client)
         outcome = {}

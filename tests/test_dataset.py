@@ -385,3 +385,16 @@ def test_feature_names_must_agree_with_frame_and_init_model():
     with pytest.raises(ValueError, match="differ from init_model's"):
         train({**PARAMS, "n_estimators": 20}, Dataset(X, yr, feature_names=list("wxyz")),
               init_model=first)
+
+
+def test_a_strided_label_or_weight_column_is_stored_contiguous():
+    # a column of a matrix is a strided view: kept as given, the loss kernels would
+    # compile a specialisation of their own for it (tests/kernels/test_signatures.py)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    Y = rng.normal(size=(50, 2))
+    W = rng.uniform(0.5, 2.0, size=(50, 2))
+    data = Dataset(X, Y[:, 1], weight=W[:, 0]).construct()
+    assert data.label.flags.c_contiguous and data.weight.flags.c_contiguous
+    np.testing.assert_array_equal(data.label, Y[:, 1])
+    np.testing.assert_array_equal(data.weight, W[:, 0])

@@ -883,6 +883,10 @@ def _row_vector(name: str, values, n: int, columns: bool = False) -> np.ndarray:
         raise ValueError(f"{name} must be numbers, got {what}{hint}") from None
     if columns and v.ndim == 2 and v.shape[0] == n and v.shape[1] >= 1:
         v = v[:, 0].copy() if v.shape[1] == 1 else np.ascontiguousarray(v)
+    elif v.ndim == 1:
+        # a strided column (Y[:, j]) would give the loss kernels a specialisation of
+        # their own for non-contiguous arrays
+        v = np.ascontiguousarray(v)
     if v.ndim != 1 and not (columns and v.ndim == 2) or v.shape[0] != n:
         rows = " (or one row of targets per row)" if columns else ""
         raise ValueError(f"{name} must have one entry per row ({n}){rows}, got shape "
