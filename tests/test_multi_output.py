@@ -96,10 +96,10 @@ def test_errors_name_y_and_the_parameter(data):
     bad[4, 1] = np.nan
     with pytest.raises(ValueError, match="^y contains NaN"):
         TreeBoostRegressor(n_estimators=2).fit(X, bad)
-    with pytest.raises(ValueError, match="multi_strategy='multi_output_tree' is not yet"):
-        TreeBoostRegressor(multi_strategy="multi_output_tree").fit(X, Y)
-    with pytest.raises(ValueError, match="multi_strategy='multi_output_tree' is not yet"):
-        train({"multi_strategy": "multi_output_tree"}, Dataset(X, Y))
+    with pytest.raises(ValueError, match="multi_strategy='vector' must be one of"):
+        TreeBoostRegressor(multi_strategy="vector").fit(X, Y)
+    with pytest.raises(ValueError, match="multi_strategy='vector' must be one of"):
+        train({"multi_strategy": "vector"}, Dataset(X, Y))
     with pytest.raises(ValueError, match="2-D y"):
         TreeBoostRegressor(loss="cox").fit(X, Y)
     with pytest.raises(ValueError, match="eval_metric='ndcg@10' is not defined"):
@@ -257,7 +257,8 @@ def test_cli_several_targets_match_the_estimator(data, tmp_path, capsys):
     assert "(mean of 2 targets)" in text
     assert main(["predict", str(model_path), str(path)]) == 0
     printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    assert list(printed.columns) == ["prediction_0", "prediction_1"]
+    # the model file keeps the targets' names (--target a,b): one column after each
+    assert list(printed.columns) == ["prediction_a", "prediction_b"]
     assert np.allclose(printed.to_numpy(), ours.predict(frame.iloc[:, :-2]), rtol=1e-12)
 
 

@@ -20,7 +20,9 @@ from ._kernels.partition import add_leaf_values
 from ._kernels.predict import predict_binned
 from ._kernels.sparse import predict_binned_sparse
 from ._plan import make_plan
+from ._validation import check_multi_output_tree
 from .binning import SparseBinned
+from .constraints import constraints_record
 from .exceptions import DivergenceError
 from .grower import GrownTree, TreeGrower, splittable_features
 from .losses import Loss, TrainingData
@@ -84,6 +86,18 @@ class _TrainingState:
         self.hessian = np.empty((K, n), dtype=G_H_DTYPE)
         bm = booster.bin_mapper
         grower_params = booster.params.grower
+        if getattr(booster.loss, "multi_output_tree", False):  # refused by name, before a tree
+            check_multi_output_tree(
+                booster.loss.name, grower_params.use_quantized_grad,
+                sparse=isinstance(X_binned, SparseBinned),
+                categorical=bool(np.any(bm.is_categorical_)),
+                constrained=constraints_record(
+                    grower_params.monotone_constraints, grower_params.interaction_constraints,
+                    grower_params.monotone_constraints_method, bm.is_categorical_) is not None,
+                distributed=collective is not None,
+                device=getattr(booster.params, "device", None))
+            # its histograms are float ones: "auto" quantisation is off
+            grower_params = replace(grower_params, use_quantized_grad=False)
         #: the rows of every member of the group, in rank order (None alone)
         self.member_rows = None if collective is None else collective.allgather(int(n))
         #: the fit's ExecutionPlan (``plan``: None, one, or some of its fields), its

@@ -98,26 +98,71 @@ def check_validation_size(validation_fraction: float, n_rows: int, n_classes: in
             "validation_fraction=None to monitor the training data")
 
 
-#: ``multi_strategy``'s values: one tree per output and stage (built), or one tree whose
-#: leaves hold every output's value (not yet: it needs vector leaves in the grower)
+#: ``multi_strategy``'s values: one tree per output and stage, or one tree for every
+#: output whose split gain is summed over them (``_kernels.multi_output``)
 MULTI_STRATEGIES = ("one_output_per_tree", "multi_output_tree")
+#: the losses one tree of several outputs takes: every output's hessian is then the row
+#: weight, one hessian the outputs share (``_kernels.multi_output``)
+SHARED_HESSIAN_LOSSES = ("squared_error", "absolute_error", "huber", "quantile")
 
 
-def check_multi_strategy(value) -> None:
-    """Refuse a ``multi_strategy`` other than ``"one_output_per_tree"`` (None: the default).
+def check_multi_strategy(value, alpha=None) -> None:
+    """Refuse a ``multi_strategy`` that is not one of ``MULTI_STRATEGIES`` (None: the default).
+
+    ``alpha`` is the quantile parameter: a list of them (multi-quantile) is refused with
+    ``"multi_output_tree"``, which is for a 2-D y.
 
     Raises
     ------
     ValueError
-        For ``"multi_output_tree"`` (not yet available) or an unknown value.
+        For an unknown value, or ``"multi_output_tree"`` with a list of alphas.
     """
-    if value is None or value == "one_output_per_tree":
+    if value == "multi_output_tree" and isinstance(alpha, (list, tuple, np.ndarray)):
+        raise ValueError("multi_strategy='multi_output_tree' takes a 2-D y (several "
+                         "targets); a list of alphas (multi-quantile) grows one tree per "
+                         "quantile: use multi_strategy='one_output_per_tree'")
+    if value is None or value in MULTI_STRATEGIES:
         return
-    if value == "multi_output_tree":
-        raise ValueError("multi_strategy='multi_output_tree' is not yet available (one tree "
-                         "whose leaves hold every output's value needs vector leaves in the "
-                         "grower): use multi_strategy='one_output_per_tree'")
     raise ValueError(f"multi_strategy={value!r} must be one of {list(MULTI_STRATEGIES)}")
+
+
+def check_multi_output_tree(loss_name: str, use_quantized_grad, *, sparse: bool,
+                            categorical: bool, constrained: bool, distributed: bool,
+                            device: str | None) -> None:
+    """Refuse, by name, what ``multi_strategy="multi_output_tree"`` does not support.
+
+    Parameters
+    ----------
+    loss_name : str
+        The loss of every output: one of ``SHARED_HESSIAN_LOSSES``.
+    use_quantized_grad : bool or str
+        True is refused ("auto" is taken as False).
+    sparse, categorical, constrained, distributed : bool
+        Sparse input, categorical features, monotone or interaction constraints, and
+        training over a collective (Dask) are refused.
+    device : str or None
+        "cuda" is refused.
+
+    Raises
+    ------
+    ValueError
+        Naming the first unsupported parameter or input.
+    """
+    use = "use multi_strategy='one_output_per_tree'"
+    if loss_name not in SHARED_HESSIAN_LOSSES:
+        raise ValueError(f"multi_strategy='multi_output_tree' needs a loss whose hessian is "
+                         f"the row weight, one of {list(SHARED_HESSIAN_LOSSES)}; got "
+                         f"loss={loss_name!r}: {use}")
+    refused = [(use_quantized_grad is True, "use_quantized_grad=True"),
+               (sparse, "sparse input (convert X with .toarray())"),
+               (categorical, "categorical_features"),
+               (constrained, "monotone_constraints or interaction_constraints"),
+               (distributed, "distributed training (treeboost.dask, a collective)"),
+               (device == "cuda", "device='cuda'")]
+    for used, what in refused:
+        if used:
+            raise ValueError(f"multi_strategy='multi_output_tree' does not support {what} "
+                             f"yet: {use}")
 
 
 def check_targets(y, n_samples: int):

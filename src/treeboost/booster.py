@@ -37,6 +37,7 @@ from ._kernels.booster import (
 )
 from ._kernels.splitting import BITSET_WORDS
 from ._logging import log_info
+from ._multi_output_stage import grow_multi_output_stage
 from ._stage_state import _trace_record, _TrainingState
 from .binning import BinMapper, canonical_sparse
 from .callbacks import CallbackList
@@ -101,6 +102,10 @@ class Booster:
         model file.
     pandas_categories : dict of {int: list}
         Categories of the training frame's categorical columns, by position.
+    target_names : list of str or None
+        Names of the outputs of a model of several targets (one per output: a
+        DataFrame y's columns, ``treeboost train --target a,b``), written to the model
+        file; None when not known.
     execution_plan : ExecutionPlan or None
         The plan of the last ``fit`` (threads and the sizes from which each parallel
         path was taken, ``treeboost._plan``); None for a model loaded from a file, which
@@ -123,6 +128,7 @@ class Booster:
         self._packed: dict[tuple[int, int], PackedTrees] = {}
         self.feature_names: list[str] | None = None
         self.pandas_categories: dict = {}
+        self.target_names: list[str] | None = None
         self.execution_plan = None
 
     @property
@@ -166,7 +172,9 @@ class Booster:
             "name", "kind", "categories", "has_missing"}``; ``categories``: None for
             a numerical feature, else the training categories as the user gives them,
             a frame's labels or the integer codes), ``n_outputs``, ``n_classes``
-            (None unless classification), ``init_score``, ``n_stages``,
+            (None unless classification), ``target_names`` (one str per output of
+            a model of several targets that knows their names, else None),
+            ``init_score``, ``n_stages``,
             ``best_iteration``, ``trees[stage][output]``: ``{"stage", "output",
             "tree_index" (stage * n_outputs + output), "n_leaves", "nodes"}``.
             ``nodes[i]`` is node i (0 the root, children after their parent), every
@@ -406,6 +414,14 @@ class Booster:
                                              sample.amplified)
         shrink, dropped_scale = mode.shrinkage(p, dropped.size)
         features = state.grower.splittable(columns.tree_features(self.n_features, rngs))
+        if getattr(self.loss, "multi_output_tree", False):  # one tree for every output
+            self.trees.append(grow_multi_output_stage(
+                self, state, m, at, context, sample, features, shrink, columns.node_rng(rngs),
+                None if trace is None else (trace, residual, hessian, row_factor, dropped)))
+            self.stage_weights.append(shrink)
+            mode.end_stage(self, state, dropped, dropped_scale)
+            self._packed.clear()
+            return
         stage = []
         # Newton leaves on dense data: the whole tree, its values and raw-score
         # updates in one kernel call (not when the plan hands histograms to a provider,

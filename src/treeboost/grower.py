@@ -2,7 +2,8 @@
 
 Best-first growth (Shi 2007; LightGBM's leaf-wise growth) runs in one kernel
 call per tree, for dense and sparse data, bounded and unbounded trees, with
-or without per-node column sampling. The grower holds what lives across the
+or without per-node column sampling, and one tree for several outputs
+(``grow_multi``). The grower holds what lives across the
 trees of a fit: the scratch buffers, the histogram pool and the parameter
 records the kernel takes.
 """
@@ -43,6 +44,7 @@ from ._kernels.quantize import quantize_gradients
 from ._kernels.records import (
     ALL_FEATURES,
     FeatureBins,
+    MultiOutput,
     NodeColumns,
     QuantizedGradients,
     Resume,
@@ -251,6 +253,10 @@ class TreeGrower:
         self._tree = self._scratch = None  # built at the first tree
         self._splittable = None  # splittable_features, found at the first tree
         self._multi_root = None
+        #: a histogram's channels: 3 (gradient, hessian, count), or n_outputs + 2 for one
+        #: tree of several outputs (``grow_multi``), whose scratch ``_multi`` holds
+        self._channels = 3
+        self._multi = None
         # the grower lives inside one fit, whose plan does not change
         if plan is None:
             plan = make_plan(n_rows_total or n_samples, sparse=self.sparse,
@@ -443,6 +449,75 @@ class TreeGrower:
             return _grown(*grow_tree(*args, None))
         return _grown(*grow_external(args, provider))
 
+    def grow_multi(self, gradient: np.ndarray, hessian: np.ndarray,
+                   sample_indices: np.ndarray, features: np.ndarray, rng=None,
+                   all_rows: bool = False) -> tuple[GrownTree, np.ndarray]:
+        """Grow one tree for every output (``multi_strategy="multi_output_tree"``).
+
+        The split gain is summed over the outputs (``_kernels.multi_output``); the
+        tree is grown by ``grow_tree`` as any other, its histograms holding every
+        output's gradient sums. Dense numerical data, float histograms, no
+        constraints.
+
+        Parameters
+        ----------
+        gradient : ndarray of shape (n_outputs, n_samples), dtype float32, C order
+            Every output's derivatives (weighted).
+        hessian : ndarray of shape (n_samples,), dtype float32
+            The hessian every output shares (the row weight).
+        sample_indices : ndarray of shape (n_rows,), dtype uint32
+            Rows of this tree (sorted); reordered in place, grouped by leaf.
+        features : ndarray of shape (n_used,), dtype int32
+            Features this tree may split on.
+        rng : numpy.random.Generator, default=None
+            Source of the tree's ``colsample_bynode`` seed.
+        all_rows : bool, default=False
+            True when ``sample_indices`` is every row in order.
+
+        Returns
+        -------
+        grown : GrownTree
+            The tree; its ``sum_g`` is output 0's.
+        sum_g : ndarray of shape (n_nodes, n_outputs)
+            Every node's gradient sum of every output.
+
+        Raises
+        ------
+        ValueError
+            For sparse data, categorical features, quantised gradients, constraints or
+            a histogram provider.
+        """
+        n_outputs = gradient.shape[0]
+        if self._multi is None or self._multi.sum_g.shape[1] != n_outputs:
+            self._start_multi(n_outputs)
+        args = self.kernel_arguments(gradient[0], hessian, sample_indices, features, all_rows,
+                                     rng=rng, unit_hessian=False)
+        multi = self._multi._replace(gradient=gradient)
+        grown = _grown(*grow_tree(*args, None, multi))
+        return grown, multi.sum_g[:grown.left.size].copy()
+
+    def _start_multi(self, n_outputs: int) -> None:
+        """Histograms of ``n_outputs + 2`` channels and ``grow_multi``'s scratch."""
+        unsupported = [name for name, used in (
+            ("sparse input", self.sparse), ("categorical features", self._categorical),
+            ("use_quantized_grad=True", self.quantized),
+            ("monotone or interaction constraints", self.constraints is not None),
+            ("a histogram provider", self.plan.histogram_provider is not None)) if used]
+        if unsupported:
+            raise ValueError("multi_strategy='multi_output_tree' does not support "
+                             f"{' or '.join(unsupported)}: use "
+                             "multi_strategy='one_output_per_tree'")
+        self._channels = n_outputs + 2
+        self._build_records()
+        capacity = 2 * self._tree.max_leaf_nodes - 1
+        n_samples = self.X_binned.shape[1]
+        self._multi = MultiOutput(
+            np.zeros((n_outputs, 1), dtype=G_H_DTYPE),
+            np.zeros((capacity, n_outputs), dtype=SUM_DTYPE),
+            np.zeros((capacity, n_outputs), dtype=SUM_DTYPE),
+            np.zeros((self.n_features, n_outputs), dtype=SUM_DTYPE),
+            np.empty((n_samples, n_outputs + 1), dtype=G_H_DTYPE))
+
     def root_histograms(self, gradient, hessian, sample_indices, features,
                         all_rows=False):
         """The root histograms of every output of a stage, built in one pass.
@@ -493,7 +568,7 @@ class TreeGrower:
 
     def kernel_arguments(self, gradient, hessian, sample_indices, features,
                          all_rows, root=None, output=-1, rng=None, quant_seed=0,
-                         resumed=False) -> tuple:
+                         resumed=False, unit_hessian=True) -> tuple:
         """The arguments of ``_kernels.grower.grow_tree`` for one tree, but ``resume``.
 
         ``root`` is what ``root_histograms`` returned for the stage and ``output``
@@ -506,7 +581,8 @@ class TreeGrower:
         Where every hessian is 1.0 (squared error and the other losses whose
         hessian is the row weight, unweighted), on dense data with float
         histograms, the hessian is passed as None: the histograms then add two
-        floats a row instead of three, and the same sums (``_kernels.histogram``).
+        floats a row instead of three, and the same sums (``_kernels.histogram``);
+        not with ``unit_hessian=False`` (``grow_multi``, whose histograms read it).
         """
         if self._tree is None:  # the records are built once per grower, i.e. per fit
             self._build_records()
@@ -527,7 +603,7 @@ class TreeGrower:
                                self._quant.packed, self._quant.scales,
                                np.uint64(self.row_offset), self.quant_maxima)
         if (sparse is None and self._quant is None and root is None and not resumed
-                and self._all_ones(hessian)):
+                and unit_hessian and self._all_ones(hessian)):
             hessian = None
             if all_rows and self._scratch.root_counts.shape[0] == 0:
                 self._count_root_rows(sample_indices)
@@ -636,7 +712,7 @@ class TreeGrower:
         return int(min(int(p.max_leaf_nodes), cap))
 
     def _allocate_hist_pool(self, n_slots: int) -> np.ndarray:
-        shape = (n_slots, self.n_features, self.hist_bins, 3)
+        shape = (n_slots, self.n_features, self.hist_bins, self._channels)
         try:
             if self.sparse and hasattr(mmap, "MADV_NOHUGEPAGE"):
                 return _small_page_array(shape, SUM_DTYPE)

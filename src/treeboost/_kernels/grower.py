@@ -30,6 +30,11 @@ children's clipped values; otherwise the parent's bounds; the sets that hold
 the split feature), and for the "intermediate" method tightens the bounds of
 the leaves across the split, which ``_reconsider`` searches again.
 
+One tree for several outputs (``multi`` not None, ``multi_strategy="multi_output_tree"``;
+None compiles it out): the histograms hold every output's gradient beside the shared
+hessian and the count, the split search sums the outputs' gains, and every node keeps
+each output's gradient sum (``multi_output``); the rest of the growth is this one.
+
 Node bookkeeping is a struct of arrays indexed by node id (children get the
 next two ids). Histograms live in ``hist_pool`` slots: a splittable leaf
 holds one; after a split the larger child takes over the parent's slot
@@ -44,6 +49,12 @@ from .constraints import (
     _allowed_features,
     _constrain_children,
     _node_state,
+)
+from .multi_output import (
+    find_best_splits_multi,
+    multi_node_histogram,
+    root_sums_multi,
+    subtract_multi,
 )
 from .node_histogram import (
     _build_node_histogram,
@@ -324,7 +335,7 @@ def _can_split(node, depth, count, sum_h, max_depth, min_samples_leaf, min_child
 @kernel
 def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, feature_bins_t,
               tree_t, split_t, scratch_t, root_t, general, sparse, bynode, constraints, quant,
-              resume):
+              resume, multi=None):
     """Grow one tree; return its node arrays (length n_nodes) and each node's row slice."""
     # X_binned: uint8 (n_features, n_samples), feature-major; for sparse data a
     # (1, n_samples) buffer the split feature's column is written to  # IN
@@ -366,6 +377,9 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # (grower.grow_data_parallel). With the state's counters[EXTERNAL] set, the calls
     # stop before each dense histogram instead, in the slot the node holds, which the
     # caller's provider builds (treeboost.histogram_provider): the same stops
+    # multi: records.MultiOutput for one tree of several outputs (multi_output): its
+    # histograms and split search have every output's gradient (dense, numerical, no
+    # constraints, float histograms, no resume); None, the default, compiles it out
     feature_bins = FeatureBins(*feature_bins_t)
     tree = TreeParams(*tree_t)
     split = SplitParams(*split_t)
@@ -411,6 +425,10 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         hist = hist_pool[slot[0]]
         if resume is not None and counters[EXTERNAL] != 0:
             pass  # the caller's provider builds it (histogram_provider.grow_external)
+        elif multi is not None:
+            multi_node_histogram(X_binned, sample_indices, hessian, features, feature_bins,
+                                 hist, multi, general is not None and n_rows * features.shape[0]
+                                 >= tree.serial_histogram_updates, tree.n_threads)
         elif sparse is not None:
             nodes.sum_g[0] = sparse.root_sums[0]
             nodes.sum_h[0] = sparse.root_sums[1]
@@ -452,8 +470,14 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             nodes.count[0] = np.int64(c0 + hist[f0, missing_bin, 2])
             if quant is not None:  # estimated in the histogram; the rows are known
                 nodes.count[0] = stop[0] - start[0] if resume is None else c_root
-        _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
-                  bynode, constraints)
+        if multi is not None:  # every output's sums, summed as output 0's just were
+            root_sums_multi(hist_pool[nodes.slot[0]], features[0], n_bins_non_missing,
+                            missing_bin, multi.sum_g[0])
+            _consider_multi(root_node, nodes, features, feature_bins, tree, split, scratch,
+                            bynode, multi)
+        else:
+            _consider(root_node, nodes, features, feature_bins, tree, split, scratch, general,
+                      bynode, constraints)
         if nodes.candidate[0] == 0 or sparse is not None:
             n_free = _release(root_node, slot, free_slots, n_free)
 
@@ -529,6 +553,10 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
             count[rc] = count[node] - count[lc]
             depth[lc] = depth[node] + 1
             depth[rc] = depth[node] + 1
+            if multi is not None:  # every output's sums, as output 0's
+                for j in range(multi.sum_g.shape[1]):
+                    multi.sum_g[lc, j] = multi.split_gl[node, j]
+                    multi.sum_g[rc, j] = multi.sum_g[node, j] - multi.split_gl[node, j]
             if constraints is not None:  # the children's bounds and interaction sets
                 _constrain_children(nodes, node, lc, rc, f, state.left, state.right, split,
                                     constraints)
@@ -565,7 +593,14 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
                 built = lc if count[lc] <= count[rc] else rc
                 n_free -= 1
                 slot[built] = free_slots[n_free]
-                if resume is None or counters[EXTERNAL] == 0:  # else the caller's provider
+                if multi is not None:
+                    rows = sample_indices[start[built]:stop[built]]
+                    multi_node_histogram(X_binned, rows, hessian, features, feature_bins,
+                                         hist_pool[slot[built]], multi,
+                                         general is not None and rows.shape[0]
+                                         * features.shape[0] >= tree.serial_histogram_updates,
+                                         tree.n_threads)
+                elif resume is None or counters[EXTERNAL] == 0:  # else the caller's provider
                     _build_node_histogram(
                         X_binned, sample_indices[start[built]:stop[built]], gradient,
                         hessian, features, feature_bins, scratch, slot[built],
@@ -578,6 +613,19 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
         pending = False
         lc = state.left[node]
         rc = state.right[node]
+        if multi is not None:  # the larger child's histogram: the parent's less the smaller's
+            small = lc if count[lc] <= count[rc] else rc
+            large = rc if small == lc else lc
+            slot[large] = slot[node]
+            slot[node] = -1
+            subtract_multi(hist_pool[slot[large]], hist_pool[slot[small]], features,
+                           n_bins_non_missing, missing_bin)
+            for child in range(lc, rc + 1):
+                _consider_multi(child, nodes, features, feature_bins, tree, split, scratch,
+                                bynode, multi)
+                if candidate[child] == 0:
+                    n_free = _release(child, slot, free_slots, n_free)
+            continue
         # both children's split searches side by side on the threads, which the
         # smaller child's histogram has just woken (rather than two serial scans):
         # where every node may use every feature of the tree, without constraints
@@ -717,6 +765,31 @@ def _consider(node, nodes, features, feature_bins, tree, split, scratch, general
                          NodeBounds(nodes.constrained.lower[node], nodes.constrained.upper[node],
                                     constraints.monotone))
     _take_best(node, nodes, candidates, out, bitsets, tree)
+
+
+@kernel
+def _consider_multi(node, nodes, features, feature_bins, tree, split, scratch, bynode, multi):
+    """``_consider`` of one tree for several outputs (``multi_output``): the gain summed over
+    the outputs; a candidate keeps every output's left sums in ``multi.split_gl``."""
+    if nodes.slot[node] < 0 or not _can_split(node, nodes.depth, nodes.count, nodes.sum_h,
+                                              tree.max_depth, split.min_samples_leaf,
+                                              split.min_child_weight):
+        return
+    candidates = _node_features(node, features, bynode)
+    n_used = candidates.shape[0]
+    out = scratch.split_out[0, :n_used]
+    left = multi.split_left[:n_used]
+    find_best_splits_multi(scratch.hist_pool[nodes.slot[node]], candidates, feature_bins,
+                           multi.sum_g[node], nodes.sum_h[node], float(nodes.count[node]),
+                           split, out, scratch.split_bitsets[0, :n_used], left)
+    _take_best(node, nodes, candidates, out, scratch.split_bitsets[0, :n_used], tree)
+    if nodes.candidate[node]:
+        best = 0  # _take_best's choice: the first maximum
+        for k in range(1, n_used):
+            if out[k, GAIN] > out[best, GAIN]:
+                best = k
+        for j in range(left.shape[1]):
+            multi.split_gl[node, j] = left[best, j]
 
 
 @kernel

@@ -109,3 +109,15 @@ Resume = namedtuple("Resume", ["state", "nodes"])
 #: (n_slots, n_features, n_bins), the packed histograms beside Scratch.hist_pool, which
 #: holds their dequantised sums for the split search; scales float64 (2,): s_g, s_h
 QuantizedGradients = namedtuple("QuantizedGradients", ["packed", "ordered", "pool", "scales"])
+
+#: one tree for several outputs (multi_strategy="multi_output_tree"; grow_tree's ``multi``,
+#: None for a single output, which compiles it out): gradient float32 (n_outputs,
+#: n_samples), every output's gradients (output 0's also grow_tree's ``gradient``); sum_g
+#: float64 (capacity, n_outputs), each node's gradient sum per output; split_gl float64
+#: (capacity, n_outputs), each candidate's left child's sums; split_left float64
+#: (n_features, n_outputs) and ordered float32 (n_samples, n_outputs + 1), scratch of a
+#: node's split search and histogram. Histograms have n_outputs + 2 channels: output 0's
+#: gradient, the hessian (the outputs share it: every output's is the row weight), the
+#: count, then the gradients of outputs 1 to n_outputs - 1 (``multi_output.channel``)
+MultiOutput = namedtuple("MultiOutput", ["gradient", "sum_g", "split_gl", "split_left",
+                                         "ordered"])

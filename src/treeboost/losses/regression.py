@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dtypes import SUM_DTYPE
+from .._dtypes import SUM_DTYPE, readonly
 from .._kernels import losses as k
 from .base import Loss, argmin_constant, weighted_quantile
 
@@ -341,7 +341,8 @@ def _column(data, j):
     """``data`` (a ``TrainingData``) seen by one output: label column ``j`` (all of a 1-D y)."""
     from dataclasses import replace
 
-    y = data.y if data.y.ndim == 1 else np.ascontiguousarray(data.y[:, j])
+    # read-only as the fit's labels are: one compiled loss kernel for both
+    y = data.y if data.y.ndim == 1 else readonly(np.ascontiguousarray(data.y[:, j]))
     return replace(data, y=y, n_outputs=1)
 
 
@@ -355,6 +356,11 @@ class PerOutput(Loss):
     those of a single-output fit on its column (``multi_strategy=
     "one_output_per_tree"``, as XGBoost's). Predictions have shape (n, n_outputs).
 
+    With ``multi_strategy="multi_output_tree"`` a stage grows one tree for every
+    output instead, its split gain summed over the outputs (``_kernels.multi_output``),
+    each output's leaves still set by its own loss's line search; the tree is kept as
+    n_outputs ordinary trees that share every split, one per output with its values.
+
     Parameters
     ----------
     losses : list of Loss
@@ -362,12 +368,20 @@ class PerOutput(Loss):
     multi_quantile : bool, default=False
         The outputs are quantiles of one 1-D y (``alpha`` a list): predictions are
         sorted within each row, in the order of the alphas, so that they never cross.
+    band_offset : float, default=None
+        Multi-quantile after conformal calibration: the widening of the band.
+    multi_strategy : {"one_output_per_tree", "multi_output_tree"}, default=None
+        How a stage grows its trees (None: one per output). Not part of
+        ``get_params``: the model is the same kind of trees either way.
     """
 
     leaf_line_search = "exact"  # the instance's is its losses' (Newton: the fused kernel)
 
-    def __init__(self, losses, multi_quantile: bool = False, band_offset: float | None = None):
+    def __init__(self, losses, multi_quantile: bool = False, band_offset: float | None = None,
+                 multi_strategy: str | None = None):
         self.losses = list(losses)
+        #: one tree a stage for every output (``Booster._stage`` reads it)
+        self.multi_output_tree = multi_strategy == "multi_output_tree"
         #: multi-quantile after ``TreeBoostRegressor.calibrate`` (CQR): subtracted from the
         #: lowest quantile's predictions and added to the highest's; None: not calibrated
         self.band_offset = None if band_offset is None else float(band_offset)
@@ -457,12 +471,17 @@ class PerOutput(Loss):
         return out
 
     def get_params(self):
-        """The base loss's parameters with ``n_targets``, or ``alpha`` as a list."""
+        """The base loss's parameters with ``n_targets`` (and ``multi_strategy`` when
+        one tree serves every output: a loaded model's continued fit grows the same way),
+        or ``alpha`` as a list."""
         if self.multi_quantile:
             alphas = {"alpha": [loss.alpha for loss in self.losses]}
             return alphas if self.band_offset is None else {**alphas,
                                                             "band_offset": self.band_offset}
-        return {**self.losses[0].get_params(), "n_targets": self.n_outputs}
+        params = {**self.losses[0].get_params(), "n_targets": self.n_outputs}
+        if self.multi_output_tree:  # absent otherwise: earlier model files unchanged
+            params["multi_strategy"] = "multi_output_tree"
+        return params
 
 
 #: the losses a 2-D y may take, one output per column (``per_target``)
@@ -470,10 +489,11 @@ PER_COLUMN_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "po
                      "gamma", "tweedie")
 
 
-def per_target(loss: Loss, n_targets: int) -> Loss:
+def per_target(loss: Loss, n_targets: int, multi_strategy: str | None = None) -> Loss:
     """``loss`` fitted to each of ``n_targets`` label columns (``PerOutput``).
 
-    Raises ``ValueError`` for a loss that is not one of ``PER_COLUMN_LOSSES``.
+    ``multi_strategy`` is ``PerOutput``'s. Raises ``ValueError`` for a loss that is not
+    one of ``PER_COLUMN_LOSSES``.
     """
     if isinstance(loss, PerOutput) or loss.name not in PER_COLUMN_LOSSES \
             or type(loss).__module__ != __name__:
@@ -483,7 +503,8 @@ def per_target(loss: Loss, n_targets: int) -> Loss:
                          f"loss={loss.name!r}")
     import copy
 
-    return PerOutput([copy.deepcopy(loss) for _ in range(n_targets)])
+    return PerOutput([copy.deepcopy(loss) for _ in range(n_targets)],
+                     multi_strategy=multi_strategy)
 
 
 def multi_quantile(alphas, band_offset: float | None = None) -> Loss:
