@@ -25,7 +25,8 @@ from treeboost.losses import (
 from treeboost.losses.base import newton_leaf_value
 
 BUILTIN = ["squared_error", "absolute_error", "huber", "quantile", "poisson", "gamma",
-           "tweedie", "log_loss", "exponential", "lambdarank", "rank_xendcg", "pairwise", "cox"]
+           "tweedie", "log_loss", "exponential", "lambdarank", "rank_xendcg", "pairwise", "cox",
+           "aft"]
 
 
 @pytest.fixture
@@ -85,7 +86,8 @@ def data():
 
 def test_builtin_losses_are_registered_with_their_tasks():
     assert available_losses() == BUILTIN
-    assert available_losses("regression") == BUILTIN[:7] + ["cox"] == list(REGRESSION_LOSSES)
+    assert available_losses("regression") == BUILTIN[:7] + ["cox", "aft"] \
+        == list(REGRESSION_LOSSES)
     assert available_losses("classification") == ["log_loss", "exponential"] \
         == list(CLASSIFICATION_LOSSES)
     assert available_losses("ranking") == ["lambdarank", "rank_xendcg", "pairwise"]

@@ -41,6 +41,8 @@ ALLOWED_REPEATS = {
     **{("losses/ranking.py", name): "as alpha: the ranking losses' constructors"
        for name in ("lambdarank_truncation_level", "lambdarank_norm", "sigmoid",
                     "label_gain")},
+    **{("losses/survival.py", name): "as alpha: the AFT loss's constructor"
+       for name in ("aft_loss_distribution", "aft_loss_distribution_scale")},
 }
 
 
@@ -93,7 +95,8 @@ def test_typed_views_are_the_table():
 
 
 def test_loss_parameters_reach_the_loss():
-    assert part_names("loss", "regressor") == ("alpha", "power")
+    assert part_names("loss", "regressor") == ("alpha", "power", "aft_loss_distribution",
+                                               "aft_loss_distribution_scale")
     assert part_names("loss", "ranker") == ("lambdarank_truncation_level", "lambdarank_norm",
                                             "sigmoid", "label_gain")
     ranker = TreeBoostRanker(lambdarank_truncation_level=5, sigmoid=2.0, label_gain=[0, 1, 5])
@@ -105,6 +108,8 @@ def test_loss_parameters_reach_the_loss():
     est = TreeBoostRegressor("tweedie", power=1.7, alpha=0.3)
     assert est._make_loss().get_params() == {"power": 1.7}
     assert TreeBoostRegressor("quantile", alpha=0.3)._make_loss().get_params() == {"alpha": 0.3}
+    assert TreeBoostRegressor("aft", aft_loss_distribution="extreme")._make_loss().get_params() \
+        == {"aft_loss_distribution": "extreme", "aft_loss_distribution_scale": 1.0}
 
 
 def test_grower_params_agree_with_the_table():

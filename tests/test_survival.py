@@ -234,9 +234,9 @@ def test_survival_estimator_parameters():
     assert "alpha" not in model.get_params()
     assert set(model.get_params()) == set(TreeBoostRegressor().get_params()) - {"alpha",
                                                                                 "power"}
-    assert available_losses("survival") == ["cox"]
+    assert available_losses("survival") == ["cox", "aft"]
     X, y = survival_data(60, seed=13)
-    with pytest.raises(ValueError, match="loss='squared_error' must be one of \\['cox'\\]"):
+    with pytest.raises(ValueError, match="loss='squared_error' must be one of \\['cox', 'aft'\\]"):
         TreeBoostSurvival("squared_error").fit(X, y)
     with pytest.raises(ValueError, match="eval_metric='rmse' is not defined for survival"):
         TreeBoostSurvival(eval_metric="rmse").fit(X, y)

@@ -103,6 +103,29 @@ def test_train_prints_the_concordance_of_the_estimator(rossi_csv, tmp_path, caps
     assert "cox-nloglik" in out
 
 
+def test_train_with_loss_aft_scores_the_predicted_times(rossi_csv, capsys):
+    # an AFT model predicts times: a later time is a lower risk, so the concordance is
+    # that of -log time, and the likelihood is the AFT model's own
+    from treeboost.survival import aft_bounds, aft_negative_log_likelihood
+
+    code, out, err = run_cli(capsys, "train", rossi_csv, "--target", "week",
+                             "--event-column", "arrest", "--loss", "aft",
+                             "--aft-loss-distribution", "logistic",
+                             "--n-estimators", N_TREES, "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    model, X, y, train, test = reference(rossi_csv, loss="aft",
+                                         aft_loss_distribution="logistic")
+    log_time = model.predict(X.iloc[test], raw_score=True)
+    assert report["params"]["aft_loss_distribution"] == "logistic"
+    assert report["cindex"] == concordance_index(aft_bounds(y[test]), -log_time)
+    assert report["cindex"] == concordance_index(y[test], -log_time)  # right-censored
+    assert report["cindex"] > 0.6
+    assert report["aft-nloglik"] == aft_negative_log_likelihood(
+        aft_bounds(y[test]), log_time, distribution="logistic", scale=1.0)
+    assert "cox-nloglik" not in report
+
+
 def test_signed_times_with_loss_cox_are_the_same_data(rossi_csv, tmp_path, capsys):
     frame = pd.read_csv(rossi_csv)
     frame["week"] = np.where(frame.pop("arrest") == 1, frame["week"], -frame["week"])

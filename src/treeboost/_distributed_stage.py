@@ -49,6 +49,8 @@ def check_distributed(booster, eval_sets, init_raw, group_offsets, X_binned) -> 
         refused.append("interaction_constraints")
     if booster.loss.needs_rng:
         refused.append(f"loss {booster.loss.name!r} (its draws are made per member)")
+    if booster.loss.name == "aft":
+        refused.append("loss 'aft' (labels of two bounds a row)")
     if booster.loss.task == "regression" and booster.loss.n_outputs > 1:
         refused.append("several targets (a 2-D y) or several quantile levels")
     if init_raw is not None:

@@ -159,13 +159,15 @@ class _EstimatorFit:
             raise ValueError("init_score cannot be combined with continued training "
                              "(init_model or warm_start): fit a new model with init_score = "
                              "your margin + the model's predict_raw(X)")
+        target_names = _target_names(y)  # before y becomes an array
         X, y, sample_weight, init_score = self._check_training_data(X, y, sample_weight,
                                                                     init_score)
         shape = X.shape  # (rows of positive weight, features)
         y = self._encode_target(y)
         loss = self._make_loss()
-        if y.ndim == 2:  # several targets (the regressor): one output per column
-            loss = per_target(loss, y.shape[1])
+        if y.ndim == 2 and not (loss.name == "aft" and y.shape[1] == 2):  # several targets:
+            # one output per column (AFT's two columns are the bounds of one time)
+            loss = per_target(loss, y.shape[1], self.multi_strategy)
         check_metric(self.eval_metric, self._task())
         if previous is not None:
             seed = _continued.check_compatible(self, previous, X, loss, init_model is None,
@@ -182,6 +184,9 @@ class _EstimatorFit:
         with threads(self.n_jobs):
             self._fit_booster(X, y, sample_weight, eval_data, loss, seed, streams, previous,
                               callbacks, init_score, group)
+        if target_names is not None and len(target_names) == self._booster.n_outputs:
+            # (a y whose columns are not outputs, such as AFT's bounds, names none)
+            self._booster.target_names = target_names
         self._train_shape = shape  # what a warm start checks its data against
         return True
 
@@ -194,7 +199,7 @@ class _EstimatorFit:
         self._check_label_types(y)
         multi = self._scope == "regressor"
         if multi:  # several targets: one clear error naming y
-            check_multi_strategy(self.multi_strategy)
+            check_multi_strategy(self.multi_strategy, getattr(self, "alpha", None))
             y = check_targets(y, _num_samples(X))
         checks["multi_output"] = multi
         frame = as_pandas(X)
@@ -301,10 +306,12 @@ class _EstimatorFit:
     def _fit_booster(self, X, y, sample_weight, eval_data, loss, seed, streams, previous=None,
                      user_callbacks=(), init_score=None, group=None):
         """Build the Datasets and train (``treeboost.train``); keep what it returns."""
-        train_set = Dataset(X, y, weight=sample_weight, init_score=init_score, group=group,
+        train_set = Dataset(X, **self._dataset_labels(y), weight=sample_weight,
+                            init_score=init_score, group=group,
                             categorical_features=self.is_categorical_,
                             max_bins=self.max_bins, random_state=streams["binning"])
-        valid_sets = [Dataset(Xe, ye, weight=we, init_score=ie, group=ge, reference=train_set)
+        valid_sets = [Dataset(Xe, **self._dataset_labels(ye), weight=we, init_score=ie,
+                              group=ge, reference=train_set)
                       for _, Xe, ye, we, ie, ge in eval_data]
         trace = [] if self.trace else None
         if self.trace:
@@ -339,5 +346,18 @@ class _EstimatorFit:
         self._booster = booster
         self.n_iter_ = len(booster.trees)
 
+    def _dataset_labels(self, y) -> dict:
+        """The label arguments of a ``Dataset`` of encoded targets ``y``: ``label=y`` (the
+        survival estimator gives AFT's time bounds as ``label`` and ``label_upper_bound``)."""
+        return {"label": y}
+
     def _boosting_params(self) -> BoostingParams:
         return boosting_params(self.get_params(), self._scope)
+
+
+def _target_names(y) -> list[str] | None:
+    """The column names of a DataFrame ``y`` of several targets (as str), else None."""
+    columns = getattr(y, "columns", None)
+    if columns is None or len(getattr(y, "shape", ())) != 2 or len(columns) < 2:
+        return None  # an array, or one column: one output, as before
+    return [str(c) for c in columns]

@@ -201,6 +201,16 @@ class Dataset:
     label : array-like of shape (n_samples,), default=None
         Targets, encoded as the loss expects (class indices 0..K-1 for
         classification).
+    label_upper_bound : array-like of shape (n_samples,), default=None
+        For ``loss="aft"`` only: the upper bound of each row's survival time, ``label``
+        being its lower bound (XGBoost's ``label_lower_bound`` and
+        ``label_upper_bound``): equal bounds an observed time, ``inf`` a right-censored
+        row, a lower bound of 0 a left-censored one, others interval-censored. ``train``
+        gives the loss, and the metrics of a validation set, the two columns ``[label,
+        label_upper_bound]``; without it every time of an AFT set is observed. NaN and a
+        bound below its ``label`` are refused.
+
+        .. versionadded:: 0.1.0
     weight : array-like of shape (n_samples,), default=None
         Non-negative row weights, not all 0; None for all ones. A row of weight 0
         is not there, as in the estimators' ``fit``: a set without ``reference``
@@ -257,13 +267,14 @@ class Dataset:
 
     def __init__(self, data, label=None, *, weight=None, init_score=None, group=None,
                  qid=None, feature_names=None, categorical_features=None, max_bins=MAX_BINS,
-                 reference=None, random_state=None):
+                 reference=None, random_state=None, label_upper_bound=None):
         if reference is not None and not isinstance(reference, Dataset):
             raise TypeError(f"reference must be a Dataset, got {type(reference).__name__}")
         data, names, self.pandas_categories = _features(data, reference)
         self.data = data
         self._set_rows(data.shape, label, weight, init_score, group, qid, feature_names, names,
-                       categorical_features, max_bins, reference, random_state)
+                       categorical_features, max_bins, reference, random_state,
+                       label_upper_bound=label_upper_bound)
         if reference is None:
             self._drop_rows_of_weight_0()
 
@@ -287,6 +298,8 @@ class Dataset:
         else:
             self.data = self.data[rows]
         self.label = None if self.label is None else self.label[rows]
+        if self.label_upper_bound is not None:
+            self.label_upper_bound = self.label_upper_bound[rows]
         self.weight = self.weight[rows]
         self.init_score = None if self.init_score is None else self.init_score[rows]
         if self.group_offsets is not None:  # a query loses its rows of weight 0, or goes
@@ -297,12 +310,15 @@ class Dataset:
                 np.int64)
 
     def _set_rows(self, shape, label, weight, init_score, group, qid, feature_names,
-                  frame_names, categorical_features, max_bins, reference, random_state):
+                  frame_names, categorical_features, max_bins, reference, random_state,
+                  label_upper_bound=None):
         """Check and keep everything but the features, for data of ``shape``."""
         n, n_features = shape
         self._n_features = n_features
         self.feature_names = _feature_names(feature_names, frame_names, reference, n_features)
         self.label = None if label is None else _row_vector("label", label, n, columns=True)
+        self.label_upper_bound = (None if label_upper_bound is None else
+                                  _upper_bounds(label_upper_bound, self.label, n))
         self.weight = (np.ones(n) if weight is None else _row_vector("weight", weight, n))
         if weight is not None:
             _check_weight(self.weight)
@@ -897,6 +913,27 @@ def _row_vector(name: str, values, n: int, columns: bool = False) -> np.ndarray:
         raise ValueError(f"{name} contains NaN or infinity ({int(bad.sum())} value(s), the "
                          f"first at row {i}: {v[i]})")
     return v
+
+
+def _upper_bounds(values, label, n: int) -> np.ndarray:
+    """``label_upper_bound`` as n float64 bounds >= ``label`` (+inf allowed), or a ValueError."""
+    if label is None or label.ndim != 1:
+        raise ValueError("label_upper_bound needs a label of one column, the lower bounds")
+    try:
+        upper = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("label_upper_bound must be numbers (inf for a right-censored "
+                         "row)") from None
+    if upper.shape != (n,):
+        raise ValueError(f"label_upper_bound must have one entry per row ({n}), got shape "
+                         f"{upper.shape}")
+    for bad, what in ((np.isnan(upper) | np.isneginf(upper), "NaN or -inf"),
+                      (upper < label, "a bound below label")):
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"label_upper_bound holds {what} at {int(bad.sum())} row(s) "
+                             f"(the first at row {i}: {upper[i]:g}, label {label[i]:g})")
+    return upper
 
 
 def _check_weight(weight: np.ndarray) -> None:

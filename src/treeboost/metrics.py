@@ -38,7 +38,12 @@ from typing import Callable
 import numpy as np
 
 from ._dtypes import readonly
-from ._survival_metrics import cindex_metric, cox_nloglik_metric
+from ._survival_metrics import (
+    aft_nloglik_metric,
+    check_survival_metric,
+    cindex_metric,
+    cox_nloglik_metric,
+)
 
 
 @dataclass(frozen=True)
@@ -606,6 +611,8 @@ METRICS = {
     # survival (signed times; _survival_metrics): Harrell's C and Breslow's partial likelihood
     "cindex": _BuiltinMetric("cindex", cindex_metric, higher_is_better=True),
     "cox-nloglik": _BuiltinMetric("cox-nloglik", cox_nloglik_metric, higher_is_better=False),
+    # the AFT model's mean negative log-likelihood under its loss's distribution and scale
+    "aft-nloglik": _BuiltinMetric("aft-nloglik", aft_nloglik_metric, higher_is_better=False),
 }
 #: every name ``eval_metric`` accepts: "loss", ``METRICS`` and the ranking families
 METRIC_NAMES = MetricNames(("loss", *METRICS))
@@ -624,6 +631,7 @@ MULTI_OUTPUT_METRICS = ("rmse", "mae")
 METRIC_TASKS = {"rmse": ("regression", "binary"), "mae": ("regression", "binary"),
                 "error": ("binary", "multiclass"), "auc": ("binary",),
                 "cindex": ("survival",), "cox-nloglik": ("survival",),
+                "aft-nloglik": ("survival",),
                 **{f"{prefix}@k": ("ranking",) for prefix in RANKING_METRICS}}
 
 
@@ -750,6 +758,8 @@ def get_metrics(spec, loss) -> list[Metric]:
         isinstance(item, str) and ranking_metric(item) is not None)], task)
     metrics = [item if isinstance(item, Metric) else get_metric(item, loss)
                for item in _as_list(spec)]
+    for item in _as_list(spec):  # each survival likelihood is its own loss's
+        check_survival_metric(item, loss)
     names = [m.name for m in metrics]
     for name in names:  # "loss" resolves to the loss's own name, which a Metric may take
         if names.count(name) > 1:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, make_dataclass
 import numpy as np
 
 from ._dtypes import MAX_BINS
+from ._survival_metrics import AFT_DISTRIBUTIONS
 from .constraints import MONOTONE_METHODS, check_interaction, check_monotone
 from .losses import CLASSIFICATION_LOSSES, RANKING_LOSSES, REGRESSION_LOSSES
 from .metrics import METRIC_NAMES, check_eval_metric
@@ -146,10 +147,22 @@ PARAMS = [
     Param("multi_strategy", "str", "one_output_per_tree", "With a 2-D y (n_samples, "
           "n_targets) or a list of alphas: one_output_per_tree grows one tree per output "
           "and stage, each output as a single-output fit on its column (XGBoost's); "
-          "multi_output_tree (one tree of vector leaves) is not yet available.",
+          "multi_output_tree (2-D y; squared_error, absolute_error, huber or quantile) "
+          "grows one tree per stage whose split gain is the sum over the outputs of "
+          "their gains, each output's leaf values from its own line search (XGBoost 2's "
+          "multi_output_tree, CatBoost's MultiRMSE), kept as n_targets trees sharing "
+          "their splits, so that prediction, SHAP and the model file are unchanged; not "
+          "with sparse X, categorical features, constraints, quantised gradients, Dask "
+          "or device='cuda'.",
           choices=("one_output_per_tree", "multi_output_tree"), scope="regressor"),
     Param("power", "float", 1.5, "Variance power of the Tweedie loss, in (1, 2) or > 2.",
           low=1.0, closed="neither", scope="regressor", part="loss"),
+    Param("aft_loss_distribution", "str", "normal", "loss='aft': distribution of the noise "
+          "Z of log T = F(x) + sigma Z (XGBoost's): 'normal' (log-normal times), 'logistic' "
+          "(log-logistic) or 'extreme' (Weibull).", choices=AFT_DISTRIBUTIONS,
+          scope="regressor", part="loss"),
+    Param("aft_loss_distribution_scale", "float", 1.0, "loss='aft': the scale sigma of the "
+          "noise of log time.", low=0.0, closed="neither", scope="regressor", part="loss"),
     Param("lambdarank_truncation_level", "int", 30, "lambdarank: pairs count when one of "
           "the two ranks in the top this many by the current scores; also the cut-off of "
           "the NDCG whose changes weigh the pairs (LightGBM's).", low=1, scope="ranker",

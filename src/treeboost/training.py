@@ -30,6 +30,7 @@ from .constraints import check_earlier_trees, no_constraint
 from .dataset import Dataset
 from .grower import GrowerParams
 from .losses import (
+    AFT,
     RANKING_LOSSES,
     PerOutput,
     TrainingData,
@@ -63,7 +64,7 @@ def boosting_params(values: dict, scope: str = "regressor") -> BoostingParams:
 def _loss(values: dict, label: np.ndarray) -> Loss:
     """The loss object of ``values["loss"]`` (a name, or a Loss the caller built)."""
     loss = values.get("loss", _params.default("loss"))
-    check_multi_strategy(values.get("multi_strategy"))
+    check_multi_strategy(values.get("multi_strategy"), values.get("alpha"))
     if isinstance(values.get("alpha"), (list, tuple, np.ndarray)) and not (
             loss == "quantile" or isinstance(loss, PerOutput)):
         raise ValueError("alpha: a list of quantiles needs loss='quantile', got "
@@ -71,7 +72,7 @@ def _loss(values: dict, label: np.ndarray) -> Loss:
     if isinstance(loss, Loss):
         # a 2-D label: the built-in per-column loss once per column (multi-output)
         built = isinstance(loss, PerOutput) and not loss.multi_quantile
-        return (per_target(loss, label.shape[1])
+        return (per_target(loss, label.shape[1], values.get("multi_strategy"))
                 if label.ndim == 2 and not (built and loss.n_outputs == label.shape[1])
                 else loss)
     n_classes = None
@@ -80,7 +81,8 @@ def _loss(values: dict, label: np.ndarray) -> Loss:
     kwargs = {k: values[k] for k in (*_params.part_names("loss"), "multiclass_step")
               if k in values}
     loss = get_loss(loss, n_classes=n_classes, **kwargs)
-    return per_target(loss, label.shape[1]) if label.ndim == 2 else loss
+    return (per_target(loss, label.shape[1], values.get("multi_strategy"))
+            if label.ndim == 2 else loss)
 
 
 def _continued_loss(values: dict, model: Booster, label: np.ndarray) -> Loss:
@@ -146,6 +148,23 @@ def _seed(random_state) -> int:
     raise TypeError(f"random_state={random_state!r} must be an int or None for train()")
 
 
+def _labels(data: Dataset, loss: Loss, what: str) -> np.ndarray:
+    """The labels ``loss`` reads of ``data``: its ``label``, or for ``loss="aft"`` with a
+    ``label_upper_bound`` the time bounds ``[label, label_upper_bound]`` (n_samples, 2).
+
+    Two label columns, not an extra column beside them: the booster hands the labels of
+    the training set and of every validation set to the loss and to the metrics, so the
+    bounds reach the loss, ``aft-nloglik`` and the concordance index of each set alike.
+    """
+    upper = getattr(data, "label_upper_bound", None)
+    if upper is None:
+        return data.label
+    if not isinstance(loss, AFT):
+        raise ValueError(f"{what} has a label_upper_bound, which only loss='aft' reads; got "
+                         f"loss={loss.name!r}")
+    return np.column_stack((data.label, upper))
+
+
 def _start_scores(data: Dataset, loss: Loss, init_model, what: str):
     """The per-row raw scores (n_outputs, n_samples) of ``data.init_score``, or None."""
     try:
@@ -173,7 +192,7 @@ def _check_start_gradients(data: Dataset, loss: Loss, init_raw: np.ndarray,
     """
     gradient = np.empty(init_raw.shape, dtype=G_H_DTYPE)
     hessian = np.empty(init_raw.shape, dtype=G_H_DTYPE)
-    view = TrainingData(data.label, data.weight, data.group_offsets,
+    view = TrainingData(_labels(data, loss, what), data.weight, data.group_offsets,
                         n_outputs=loss.n_outputs)
     loss.prepare(view)
     with np.errstate(all="ignore"):  # any stage's draws will do: a scale
@@ -358,7 +377,8 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     init_model = _init_booster(init_model)
     loss = (_loss(params, train_set.label) if init_model is None
             else _continued_loss(params, init_model, train_set.label))
-    loss.validate_target(train_set.label)
+    label = _labels(train_set, loss, "train_set")
+    loss.validate_target(label)
     init_raw = _start_scores(train_set, loss, init_model, "train_set")
     ranking = loss.task == "ranking"
     if init_raw is not None and not ranking:
@@ -402,7 +422,8 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
             raise ValueError(f"valid set {name!r} has no query groups, which the ranking "
                              f"loss '{loss.name}' is evaluated over: build it with group= "
                              "or qid=")
-        eval_sets.append(EvalSet(name, vs.construct(bin_mapper).binned, vs.label, vs.weight,
+        eval_sets.append(EvalSet(name, vs.construct(bin_mapper).binned,
+                                 _labels(vs, loss, f"valid set {name!r}"), vs.weight,
                                  _start_scores(vs, loss, None, f"valid set {name!r}"),
                                  vs.group_offsets))
     p = boosting_params(params, scope)
@@ -442,7 +463,7 @@ def train(params: dict, train_set: Dataset, *, valid_sets=(), valid_names=None,
     chain.extend(callbacks)
     record_training = bool(verbose) or (patience is not None and not eval_sets)
     with threads(params["n_jobs"]):
-        evals = booster.fit(train_set.binned, train_set.label, train_set.weight, seed,
+        evals = booster.fit(train_set.binned, label, train_set.weight, seed,
                             eval_sets, metrics, record_training, chain, trace,
                             init_raw=init_raw, group_offsets=train_set.group_offsets,
                             collective=collective, plan=plan, log_plan=bool(verbose))

@@ -108,6 +108,13 @@ def exercise_estimators():
     # the same with per-node column sampling
     fit_predict(TreeBoostRegressor(n_estimators=2, max_leaf_nodes=4, subsample=0.9,
                                    colsample_bynode=0.9, random_state=0), X_big, X_big[:, 0])
+    # one tree for several outputs (multi_strategy="multi_output_tree", the MultiOutput
+    # record: a specialisation of its own), lean and large enough for the parallel kernels
+    fit_predict(TreeBoostRegressor(multi_strategy="multi_output_tree", **common), X_nan,
+                np.column_stack([X[:, 0], X[:, 1]]))
+    fit_predict(TreeBoostRegressor(multi_strategy="multi_output_tree", n_estimators=2,
+                                   max_leaf_nodes=4, subsample=0.9, random_state=0), X_big,
+                X_big[:, :2])
     # enough rows for the unit-hessian check on every thread (all_ones_parallel)
     X_tall = np.random.default_rng(2).normal(size=(140_000, 2))
     fit_predict(TreeBoostRegressor(n_estimators=1, max_leaf_nodes=3, random_state=0), X_tall,
@@ -204,6 +211,8 @@ def exercise_estimators():
 
     signed = np.where(rng.random(n) < 0.7, 1.0, -1.0) * rng.exponential(size=n) + 0.0
     TreeBoostSurvival(**common).fit(X, signed).score(X, signed)
+    # AFT, whose concordance index takes time bounds (interval_concordance_sums)
+    TreeBoostSurvival("aft", **common).fit(X, signed).score(X, signed)
     # histograms handed to a provider (the plan's seam), float and quantised
     from treeboost import Dataset, train
     from treeboost.histogram_provider import CPUHistogramProvider
@@ -260,12 +269,18 @@ CALLED_FROM_KERNELS = {"splitting.leaf_score", "splitting.soft_threshold",
                        "partition.partition_rows_serial", "splitting.clipped_value",
                        "splitting.constrained_split_gain", "splitting.score_given_value",
                        "grower.search_pair", "grower.leaf_sums",
-                       "node_histogram.dense_root_histogram"}
+                       "node_histogram.dense_root_histogram",
+                       # one tree for several outputs: its steps inside grow_tree
+                       "multi_output.build_multi_histogram",
+                       "multi_output.build_multi_histogram_serial",
+                       "multi_output.multi_node_histogram", "multi_output.subtract_multi",
+                       "multi_output.root_sums_multi", "multi_output.find_best_splits_multi"}
 
 
 #: the records of optional concerns (records.py) whose presence makes a specialisation
 OPTIONAL_RECORDS = ("SparseBins(", "NodeColumns(", "Constraints(", "NodeBounds(",
-                    "NodeState(", "Resume(", "QuantizedGradients(", UNIT_HESSIAN)
+                    "NodeState(", "Resume(", "QuantizedGradients(", "MultiOutput(",
+                    UNIT_HESSIAN)
 
 
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="kernels are plain Python")

@@ -5,9 +5,10 @@ Every loss name the library accepts (``loss="..."`` of the estimators, the
 built-in losses are registered below exactly as a user loss is, with
 ``register_loss``. ``REGRESSION_LOSSES``, ``CLASSIFICATION_LOSSES``, ``RANKING_LOSSES``
 and ``SURVIVAL_LOSSES`` are live views of it, never copies, so a registered loss is at
-once a valid ``loss=`` of the estimator of its task. A survival loss (``cox``) is also
-registered for "regression": its labels are one column of signed times, so ``train()``
-and the regressor take it as XGBoost's ``survival:cox``.
+once a valid ``loss=`` of the estimator of its task. The survival losses (``cox``, ``aft``)
+are also registered for "regression": Cox's labels are one column of signed times, so
+``train()`` and the regressor take it as XGBoost's ``survival:cox``; AFT's are times (all
+observed) or, through ``train()``, a ``Dataset``'s ``label`` and ``label_upper_bound``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .regression import (
     multi_quantile,
     per_target,
 )
-from .survival import Cox
+from .survival import AFT, Cox
 
 #: the tasks a loss may be registered for
 TASKS = ("regression", "classification", "ranking", "survival")
@@ -213,6 +214,22 @@ def available_losses(task: str | None = None) -> list[str]:
     return [name for name, entry in _REGISTRY.items() if task is None or task in entry.tasks]
 
 
+def loss_params(name: str) -> tuple:
+    """The parameter names the loss registered as ``name`` accepts; () if not registered.
+
+    Parameters
+    ----------
+    name : str
+        A registered loss name.
+
+    Returns
+    -------
+    tuple of str
+    """
+    entry = _REGISTRY.get(name)
+    return entry.params if entry is not None else ()
+
+
 def loss_tasks(name: str) -> tuple:
     """The tasks ``name`` is registered for; () if it is not registered."""
     entry = _REGISTRY.get(name)
@@ -262,7 +279,8 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
         ``multiclass_step`` (log_loss with more than two classes), or those
         a registered loss declares; the others are ignored. ``alpha`` a list
         (``quantile``): one output per level (``multi_quantile``); ``n_targets``:
-        one output per label column of a 2-D y (``per_target``).
+        one output per label column of a 2-D y (``per_target``), grown as
+        ``multi_strategy`` says.
 
     Returns
     -------
@@ -276,6 +294,7 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
     if entry is None:
         raise ValueError(f"loss={name!r} is not one of {available_losses()}")
     n_targets = params.pop("n_targets", None)
+    multi_strategy = params.pop("multi_strategy", None)  # with n_targets (a model file)
     if name == "quantile" and entry.builtin and isinstance(params.get("alpha"),
                                                            (list, tuple, np.ndarray)):
         if n_targets is not None:
@@ -283,7 +302,7 @@ def get_loss(name: str, *, n_classes: int | None = None, **params) -> Loss:
                              f"{n_targets} target columns")
         return multi_quantile(params["alpha"], params.get("band_offset"))
     loss = _build(entry, name, n_classes, params)
-    return loss if n_targets is None else per_target(loss, int(n_targets))
+    return loss if n_targets is None else per_target(loss, int(n_targets), multi_strategy)
 
 
 def _build(entry: _Entry, name: str, n_classes, params: dict) -> Loss:
@@ -325,12 +344,14 @@ _register("lambdarank", LambdaRank, task="ranking", builtin=True,
 _register("rank_xendcg", RankXENDCG, task="ranking", builtin=True)
 _register("pairwise", Pairwise, task="ranking", params=("sigmoid",), builtin=True)
 _register("cox", Cox, task=("regression", "survival"), builtin=True)
+_register("aft", AFT, task=("regression", "survival"), builtin=True,
+          params=("aft_loss_distribution", "aft_loss_distribution_scale"))
 del _cls, _params
 
 __all__ = ["Loss", "TrainingData", "LEAF_LINE_SEARCHES", "TASKS", "available_losses", "get_loss",
-           "register_loss", "unregister_loss", "loss_tasks", "newton_leaf_value",
+           "register_loss", "unregister_loss", "loss_tasks", "loss_params", "newton_leaf_value",
            "weighted_quantile", "REGRESSION_LOSSES", "CLASSIFICATION_LOSSES", "RANKING_LOSSES",
-           "SURVIVAL_LOSSES", "Cox",
+           "SURVIVAL_LOSSES", "Cox", "AFT",
            "SquaredError", "AbsoluteError", "Huber", "Quantile", "Poisson", "Gamma", "Tweedie",
            "BinaryLogLoss", "ExponentialLoss", "SoftmaxLogLoss", "Formula",
            "PerOutput", "PER_COLUMN_LOSSES", "per_target", "multi_quantile",

@@ -1,4 +1,5 @@
-"""Survival losses: Cox proportional hazards with Breslow's ties (``loss="cox"``).
+"""Survival losses: Cox proportional hazards with Breslow's ties (``loss="cox"``), and the
+accelerated failure time model (``loss="aft"``, ``AFT``, below).
 
 Labels are signed times (XGBoost's ``survival:cox`` convention, so ``train()`` takes
 one column): ``t > 0`` an event observed at ``t``, ``t < 0`` a row right-censored at
@@ -27,6 +28,13 @@ two rows; XGBoost multiplies each row's gradient by its weight only) and rows ti
 time are all in each other's risk sets (XGBoost's gradient of a row leaves out the
 events tied with it that come later in its sort); without weights or ties the two
 agree.
+
+``loss="aft"`` (XGBoost's ``survival:aft``) models log T = F + sigma Z with Z normal,
+logistic or extreme; its labels are the bounds [lower, upper] of each time (equal: an
+observed time; upper inf: right-censored; lower 0: left-censored), its loss the negative
+log-likelihood, computed in log space (``_survival_metrics.aft_pointwise``), with its
+derivatives in F in closed form (``aft_derivatives``) in NumPy: one pass over the rows
+a stage, no risk sets.
 """
 
 from __future__ import annotations
@@ -37,9 +45,16 @@ from .._dtypes import G_H_DTYPE
 from .._kernels.survival import grad_hess_cox
 from .._survival_metrics import (
     TimeGroups,
+    aft_log_density,
+    aft_pointwise,
+    aft_scores,
+    censored_scores,
+    check_aft_distribution,
     check_signed_time,
+    check_time_bounds,
     cox_negative_log_likelihood,
     log_cumsum,
+    log_interval_mass,
     risk_set_sums,
 )
 from .base import Loss
@@ -213,3 +228,200 @@ class Cox(Loss):
         cox_gradients(cox_stage(groups, np.zeros(y.size), w), groups.group, groups.event,
                       np.zeros(y.size), w, g, h)
         return max(float(np.max(np.abs(g))), float(np.max(h)))
+
+
+# ---- accelerated failure time ---------------------------------------------------------------
+#: XGBoost's bounds on each row's AFT gradient and hessian, before its weight
+#: (``survival:aft``): |g| <= 15 and 1e-16 <= h <= 15. The hessian's ceiling keeps the
+#: Newton step of a leaf of badly predicted rows (the extreme distribution's hessian grows
+#: as exp(z)) from vanishing, its floor gives every row some weight in min_child_weight and
+#: the leaf sums; the gradient's bound is the same cap in the other direction
+AFT_GRADIENT_BOUND = 15.0
+AFT_HESSIAN_BOUNDS = (1e-16, 15.0)
+
+
+def _score(distribution: str, z: np.ndarray) -> np.ndarray:
+    """psi(z) = f'(z) / f(z) of the standard ``distribution``."""
+    if distribution == "normal":
+        return -z
+    if distribution == "logistic":
+        return -np.tanh(0.5 * z)
+    return 1.0 - np.exp(z)  # extreme, z held in [-700, 700]
+
+
+def _curvature(distribution: str, z: np.ndarray) -> np.ndarray:
+    """-psi'(z) of the standard ``distribution`` (>= 0: the densities are log-concave)."""
+    if distribution == "normal":
+        return np.ones_like(z)
+    if distribution == "logistic":  # sech^2(z/2) / 2 = 2 f(z)
+        return 2.0 * np.exp(aft_log_density(distribution, z))
+    return np.exp(z)
+
+
+def _bound_ratios(distribution: str, z: np.ndarray, log_mass: np.ndarray):
+    """r = f(z) / D at a finite bound, and psi(z) r (0 where r underflows to 0)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.exp(aft_log_density(distribution, z) - log_mass)
+        return r, np.where(r > 0, _score(distribution, z) * r, 0.0)
+
+
+def aft_derivatives(lower, upper, raw, distribution: str, sigma: float):
+    """First and second derivatives in F of each row's AFT loss, unclipped and unweighted.
+
+    z = (log t - F) / sigma, dz/dF = -1 / sigma. An observed time: ``g = psi(z) /
+    sigma``, ``h = -psi'(z) / sigma^2``. A censored row, with ``D = F(z_u) - F(z_l)``
+    and ``r = f(z) / D`` at each bound (0 at an infinite one): ``g = (r_u - r_l) /
+    sigma``, ``h = ((r_u - r_l)^2 - (psi_u r_u - psi_l r_l)) / sigma^2`` (Barnwal, Cho and
+    Hocking 2022, "Survival regression with accelerated failure time model in XGBoost",
+    eqs. 9-12), each ratio ``r`` as the exponential of a difference of logs. The three
+    densities are log-concave, so the loss is convex in F and ``h >= 0``.
+
+    Parameters
+    ----------
+    lower, upper : ndarray of float64 of shape (n_samples,)
+        The time bounds (``check_time_bounds``).
+    raw : ndarray of float64 of shape (n_samples,)
+        Predicted log times.
+    distribution : str
+        One of ``AFT_DISTRIBUTIONS``.
+    sigma : float
+        The scale.
+
+    Returns
+    -------
+    gradient, hessian : ndarray of float64 of shape (n_samples,)
+    """
+    observed = lower == upper
+    g, h = np.empty(raw.shape), np.empty(raw.shape)
+    z = aft_scores(distribution, sigma, np.log(lower[observed]), raw[observed])
+    g[observed] = _score(distribution, z) / sigma
+    h[observed] = _curvature(distribution, z) / sigma**2
+    censored = ~observed
+    z_l, z_u, has_lower, has_upper = censored_scores(lower[censored], upper[censored],
+                                                     raw[censored], distribution, sigma)
+    log_mass = log_interval_mass(distribution, z_l, z_u, has_lower, has_upper)
+    r_l, r_u = np.zeros(z_l.shape), np.zeros(z_l.shape)  # 0 at a bound that is not
+    psi_l, psi_u = np.zeros(z_l.shape), np.zeros(z_l.shape)
+    r_l[has_lower], psi_l[has_lower] = _bound_ratios(distribution, z_l[has_lower],
+                                                     log_mass[has_lower])
+    r_u[has_upper], psi_u[has_upper] = _bound_ratios(distribution, z_u[has_upper],
+                                                     log_mass[has_upper])
+    with np.errstate(invalid="ignore"):
+        diff = r_u - r_l
+        gc, hc = diff / sigma, (diff * diff - (psi_u - psi_l)) / sigma**2
+    # an interval whose mass is 0 to float64 (both bounds far in one tail): the pull
+    # toward it, then clipped, as XGBoost's limits
+    lost = ~np.isfinite(gc) | ~np.isfinite(hc)
+    if lost.any():
+        gc = np.where(lost, np.where(z_l + z_u > 0, -np.inf, np.inf), gc)
+        hc = np.where(lost, 1.0 / sigma**2, hc)
+    g[censored], h[censored] = gc, hc
+    return g, h
+
+
+def aft_init_score(lower, upper, sample_weight, distribution: str, sigma: float) -> float:
+    """F0: the constant log time minimising the weighted AFT loss.
+
+    The loss is convex in F, so F0 is the root of the summed (unclipped) gradient:
+    Newton steps on the summed derivatives from the mean finite log bound, kept inside a
+    bracket of the root (a bisection where a step would leave it, doubling steps while
+    one side is open); a few passes over the rows. It exists when some row of positive
+    weight has a lower bound > 0 and some one an upper bound < inf (``ValueError``
+    naming y otherwise: every row right-censored, say, makes longer times always
+    likelier).
+    """
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if not (w[lower > 0] > 0).any() or not (w[np.isfinite(upper)] > 0).any():
+        side = "right" if (w[lower > 0] > 0).any() else "left"
+        raise ValueError(f"y: every row of positive weight is {side}-censored, so the AFT "
+                         "likelihood has no finite constant maximiser (F0); an observed time "
+                         "or a bound on the other side is needed")
+    logs = np.log(np.concatenate((lower[lower > 0], upper[np.isfinite(upper)])))
+    c, lo, hi, span = float(np.mean(logs)), -np.inf, np.inf, sigma
+    for _ in range(200):
+        g, h = aft_derivatives(lower, upper, np.full(lower.size, c), distribution, sigma)
+        slope, curvature = float(np.dot(w, g)), float(np.dot(w, h))
+        if slope == 0.0:
+            return c
+        lo, hi = (lo, c) if slope > 0 else (c, hi)
+        new = c - slope / curvature if curvature > 0 else np.nan
+        if abs(new - c) <= 1e-13 * (1.0 + abs(c)):  # converged (NaN is not)
+            return float(new)
+        if not lo < new < hi:  # also NaN
+            if np.isfinite(lo) and np.isfinite(hi):
+                new = 0.5 * (lo + hi)
+            else:
+                new, span = (c - span if slope > 0 else c + span), 2.0 * span
+        c = float(new)
+    return c
+
+
+class AFT(Loss):
+    """Accelerated failure time: XGBoost's ``survival:aft``.
+
+    log T = F(x) + sigma Z, Z of the standard ``aft_loss_distribution``; raw scores are
+    predicted log times and predictions ``exp(F)`` times (the log link). Labels are the
+    bounds ``[lower, upper]`` of each row's time, shape (n_samples, 2) (``train()``
+    stacks ``Dataset``'s ``label`` and ``label_upper_bound``), or times (n_samples,), all
+    observed. The loss is the negative log-likelihood (``aft_pointwise``), its value the
+    weighted mean (``aft-nloglik``); gradients and hessians are its derivatives in F
+    (``aft_derivatives``), clipped as XGBoost's (``AFT_GRADIENT_BOUND``,
+    ``AFT_HESSIAN_BOUNDS``) and then weighted; F0 is the exact constant minimiser
+    (``aft_init_score``; XGBoost starts from ``log(base_score)``, 0.5 by default), and
+    leaves take the Newton step.
+
+    Parameters
+    ----------
+    aft_loss_distribution : {"normal", "logistic", "extreme"}, default="normal"
+        The distribution of Z.
+    aft_loss_distribution_scale : float, default=1.0
+        sigma > 0.
+    """
+
+    name = "aft"
+    link = "log"
+    leaf_line_search = "newton"
+    #: labels are survival times' bounds and the raw scores log times (``metrics.loss_task``)
+    task = "survival"
+    is_survival = True
+
+    def __init__(self, aft_loss_distribution="normal", aft_loss_distribution_scale=1.0):
+        self.distribution, self.scale = check_aft_distribution(aft_loss_distribution,
+                                                               aft_loss_distribution_scale)
+
+    def get_params(self) -> dict:
+        """The distribution and its scale (saved with a model)."""
+        return {"aft_loss_distribution": self.distribution,
+                "aft_loss_distribution_scale": self.scale}
+
+    def validate_target(self, y):
+        """Times > 0, or bounds [lower, upper] (``ValueError`` naming y)."""
+        check_time_bounds(y)
+
+    def risk_score(self, raw):
+        """The risk scores (higher: earlier event) of raw scores (1, n): minus the log times."""
+        return -raw[0]
+
+    def pointwise(self, y, raw):
+        """Each row's negative log-likelihood (``aft_pointwise``)."""
+        lower, upper = check_time_bounds(y)
+        return aft_pointwise(lower, upper, raw[0], self.distribution, self.scale)
+
+    def init_score(self, y, sample_weight):
+        """F0, the constant minimiser (``aft_init_score``)."""
+        lower, upper = check_time_bounds(y)
+        return np.array([aft_init_score(lower, upper, sample_weight, self.distribution,
+                                        self.scale)])
+
+    def gradient_hessian(self, y, raw, sample_weight, gradient, hessian):
+        """Fill the clipped, weighted derivatives in F (float32 (1, n))."""
+        lower, upper = check_time_bounds(y)
+        g, h = aft_derivatives(lower, upper, np.asarray(raw[0], dtype=np.float64),
+                               self.distribution, self.scale)
+        w = np.asarray(sample_weight, dtype=np.float64)
+        gradient[0][:] = np.clip(g, -AFT_GRADIENT_BOUND, AFT_GRADIENT_BOUND) * w
+        hessian[0][:] = np.clip(h, *AFT_HESSIAN_BOUNDS) * w
+
+    def gradient_scale(self, y, sample_weight):
+        """At most 15 times the largest weight (the clipped derivatives)."""
+        return AFT_GRADIENT_BOUND * float(np.max(sample_weight, initial=0.0))
