@@ -1,7 +1,8 @@
 """Dask front end: train one model on a dask array or dataframe spread over a cluster.
 
-``DaskTreeBoostRegressor`` and ``DaskTreeBoostClassifier`` take the local estimators'
-parameters (plus ``client``) and run data-parallel training (``treeboost.train`` over a
+``DaskTreeBoostRegressor``, ``DaskTreeBoostClassifier``, ``DaskTreeBoostRanker`` and
+``DaskTreeBoostSurvival`` take the local estimators' parameters (plus ``client``) and run
+data-parallel training (``treeboost.train`` over a
 ``treeboost.collective.Collective``) where the data lies:
 
 0. The parameters are checked on the client before any data is read: a bad value, or
@@ -25,7 +26,8 @@ parameters (plus ``client``) and run data-parallel training (``treeboost.train``
    the rows; rank 0's is kept.
 
 Prediction maps the fitted local estimator over the blocks of X (lazy dask arrays);
-``to_local()`` gives the plain ``TreeBoostRegressor`` / ``TreeBoostClassifier``.
+``to_local()`` gives the plain ``TreeBoostRegressor`` / ``TreeBoostClassifier`` (/
+``TreeBoostRanker`` / ``TreeBoostSurvival``).
 """
 
 from __future__ import annotations
@@ -62,9 +64,12 @@ from .sklearn import (
     _check_explain,
     _params_doc,
 )
+from .survival import TreeBoostSurvival, concordance_index
+from .survival import _params_doc as _survival_params_doc
 from .training import train
 
-__all__ = ["DaskTreeBoostClassifier", "DaskTreeBoostRanker", "DaskTreeBoostRegressor"]
+__all__ = ["DaskTreeBoostClassifier", "DaskTreeBoostRanker", "DaskTreeBoostRegressor",
+           "DaskTreeBoostSurvival"]
 
 #: rows drawn on the client to fit the common bins
 BIN_SAMPLE_ROWS = 200_000
@@ -89,6 +94,25 @@ def _make_init(scope: str):
     __init__.__signature__ = sig  # what scikit-learn's get_params reads
     __init__.__doc__ = (f"Store the parameters (the {scope}'s entries of "
                         "``treeboost.params``, and ``client``).")
+    return __init__
+
+
+def _init_like(local_class):
+    """``local_class.__init__`` with a keyword-only ``client=None`` added: the local
+    estimator's parameters whatever they are (``TreeBoostSurvival``'s are not one scope
+    of the parameter table)."""
+    local_init = local_class.__init__
+    sig = inspect.signature(local_init)
+    sig = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
+        "client", inspect.Parameter.KEYWORD_ONLY, default=None)])
+
+    def __init__(self, *args, client=None, **kwargs):
+        local_init(self, *args, **kwargs)
+        self.client = client
+
+    __init__.__signature__ = sig
+    __init__.__doc__ = (f"Store the parameters (those of ``{local_class.__name__}``, and "
+                        "``client``).")
     return __init__
 
 
@@ -765,6 +789,98 @@ class DaskTreeBoostRanker(_DaskTreeBoostBase):
         return y.astype(np.float64)
 
 
+class DaskTreeBoostSurvival(_DaskTreeBoostBase):
+    _local_class = TreeBoostSurvival
+    # as TreeBoostSurvival: train() reads a survival loss with the regressor's parameters
+    _scope = "regressor"
+
+    __init__ = _init_like(TreeBoostSurvival)
+
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
+        """Fit the survival model on a dask array or dataframe, where its partitions lie.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
+            Row-chunked numeric data, as for ``DaskTreeBoostRegressor.fit``.
+        y : dask.array.Array of shape (n_samples,) or dask.dataframe.Series
+            scikit-survival's structured labels as a dask array (a bool event field and
+            a numeric time field, times > 0: ``da.from_array(Surv.from_arrays(event,
+            time))``), or signed times (positive: an event at t, negative: censored at
+            -t), as ``TreeBoostSurvival.fit`` takes them.
+        sample_weight : dask.array.Array or dask.dataframe.Series, default=None
+            Finite, non-negative row weights: a row of weight 2 counts as two rows, in
+            the risk sets too.
+        eval_set : list of (X, y) pairs of dask collections, default=None
+            Validation sets, ``y`` as for ``fit``; the last one drives early stopping.
+        eval_sample_weight : list of dask collections or None, default=None
+            Row weights of each validation set.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            A ``loss`` that is not a survival loss, or ``loss="aft"`` (not yet over
+            Dask), labels that ``TreeBoostSurvival`` refuses (named; structured labels are checked on the client before
+            training), or as ``DaskTreeBoostRegressor.fit``.
+        """
+        from distributed import default_client
+
+        from ._dask_survival import signed_times_dask
+
+        self._local_class(**self._local_params())._check_loss()
+        if self.loss == "aft":  # refused by the collective too, less plainly
+            raise ValueError("loss='aft' is not yet supported by DaskTreeBoostSurvival "
+                             "(its labels are two bounds a row): use loss='cox', or "
+                             "TreeBoostSurvival on one machine")
+        client = self.client if self.client is not None else default_client()
+        y = signed_times_dask(y, "y", client)
+        if eval_set is not None:
+            pairs = [eval_set] if isinstance(eval_set, tuple) and len(eval_set) == 2 \
+                else eval_set
+            eval_set = [(Xe, signed_times_dask(ye, f"eval_set[{i}]: y", client))
+                        for i, (Xe, ye) in enumerate(pairs)]
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight)
+
+    def _local_params(self) -> dict:
+        return {k: v for k, v in self.get_params().items() if k != "client"}
+
+    def score(self, X, y, sample_weight=None):
+        """Harrell's concordance index of ``predict(X)`` against the survival labels ``y``.
+
+        The risk scores, labels and weights are computed and gathered on the client.
+
+        Parameters
+        ----------
+        X : dask.array.Array or dask.dataframe.DataFrame
+            Data, with the training features.
+        y : dask.array.Array or dask.dataframe.Series
+            Survival labels, as for ``fit``.
+        sample_weight : dask.array.Array or dask.dataframe.Series, default=None
+            Row weights: a pair weighs the product of its rows' weights.
+
+        Returns
+        -------
+        float
+            As ``TreeBoostSurvival.score`` on the same rows.
+        """
+        from distributed import default_client
+
+        from ._dask_survival import signed_times_dask
+
+        client = self.client if self.client is not None else default_client()
+        arrays = [signed_times_dask(y, "y", client), self.predict(X)]
+        if sample_weight is not None:
+            arrays.append(sample_weight)
+        y, risk, *w = client.compute(arrays, sync=True)
+        return concordance_index(np.asarray(y, dtype=np.float64), np.asarray(risk),
+                                 np.asarray(w[0], dtype=np.float64) if w else None)
+
+
 _COMMON_DOC = """
 Parameters
 ----------
@@ -805,7 +921,8 @@ Validation sets and early stopping are supported: the metrics are evaluated on t
 of all the workers. ``DaskTreeBoostRegressor(loss="cox")`` (survival, signed times) trains
 the local model: the Cox risk sets span every worker's rows, whose times and log hazards
 are gathered each stage; ``to_local()`` is a ``TreeBoostRegressor`` predicting log hazard
-ratios (``TreeBoostSurvival`` has no Dask counterpart yet).
+ratios. ``DaskTreeBoostSurvival`` is the same training with ``TreeBoostSurvival``'s
+labels, ``predict`` and ``score``.
 """
 
 DaskTreeBoostRegressor.__doc__ = (
@@ -824,3 +941,10 @@ DaskTreeBoostRanker.__doc__ = (
     "\nThe model of ``TreeBoostRanker`` trained data-parallel where the partitions of X "
     "lie,\neach query whole on one worker; see ``treeboost.dask``.\n"
     + _COMMON_DOC.format(params=_params_doc("ranker"), extra=""))
+DaskTreeBoostSurvival.__doc__ = (
+    "Gradient boosted survival model (Cox), trained on a Dask cluster.\n"
+    "\nThe model of ``TreeBoostSurvival`` trained data-parallel where the partitions of X "
+    "lie:\n``fit`` takes scikit-survival's structured labels (event, time) as a dask array "
+    "or signed\ntimes, ``predict`` returns the risk score (the log hazard ratio, lazily), "
+    "``score`` Harrell's\nconcordance index; see ``treeboost.dask``.\n"
+    + _COMMON_DOC.format(params=_survival_params_doc(), extra=""))

@@ -174,6 +174,12 @@ def _tree_view(tree, stage: int, output: int, n_outputs: int, bm, features) -> d
             "n_leaves": tree.n_leaves, "nodes": nodes}
 
 
+def _target_names(booster):
+    """The booster's ``target_names`` as a list of str, or None (a model without them)."""
+    names = getattr(booster, "target_names", None)
+    return None if names is None else [str(v) for v in names]
+
+
 def dump_model(booster) -> dict:
     """The model as plain Python data, in the user's units.
 
@@ -206,6 +212,9 @@ def dump_model(booster) -> dict:
         else [str(v) for v in booster.feature_names],
         "features": features,
         "n_outputs": K, "n_classes": n_classes,
+        # a model of several targets may know their names (one per output, in output
+        # order: ``trees[stage][k]`` predicts target_names[k]); None otherwise
+        "target_names": _target_names(booster),
         "init_score": [float(v) for v in np.asarray(booster.init_score, dtype=np.float64)],
         "n_stages": len(booster.trees),
         "best_iteration": None if best is None else int(best),

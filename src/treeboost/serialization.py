@@ -2,7 +2,8 @@
 
 The last stop of the data flow, at the engine level: ``save_booster`` writes
 what a ``Booster`` needs to predict and to continue training (its parameters,
-loss, F0, bin edges, trees, seed and DART stage weights) together with an
+loss, F0, bin edges, trees, seed and DART stage weights, and the names of a model's
+targets where it knows them) together with an
 opaque, JSON-safe ``estimator`` dict that the caller supplies, and
 ``load_booster`` reads both back. The estimators are clients:
 ``treeboost._estimator_io`` fills and reads the ``estimator`` fields (class
@@ -193,6 +194,12 @@ def _payload(booster: Booster, estimator: dict | None,
         # other file stays byte for byte what it was: the index base those files were
         # read with, for reading new data alike (`treeboost predict`)
         payload["svmlight_zero_based"] = svmlight_zero_based
+    names = getattr(booster, "target_names", None)
+    if names is not None:
+        # optional as well, written only for a model that knows its targets' names (a
+        # DataFrame y, `treeboost train --target a,b`): every other file is unchanged
+        payload["target_names"] = target_names_field([str(v) for v in names],
+                                                     booster.n_outputs, save=True)
     return payload
 
 
@@ -616,6 +623,7 @@ def _booster(doc: dict) -> Booster:
     booster.feature_names = feature_names_field(doc["feature_names"], n_features)
     booster.pandas_categories = pandas_categories_field(doc["pandas_categories"], n_features)
     booster.seed, booster.stage_weights = _continuation_state(doc, len(trees))
+    booster.target_names = target_names_field(doc.get("target_names"), K)
     return booster
 
 
@@ -625,6 +633,36 @@ def feature_names_field(names, n_features: int):
                               or not all(isinstance(v, str) for v in names)):
         fail(f"n_features={n_features}: feature_names must be null or a list of that many "
              "strings")
+    return names
+
+
+def target_names_field(names, n_outputs: int, *, save: bool = False):
+    """The file's optional ``target_names`` (a list of n_outputs strings) or None.
+
+    Parameters
+    ----------
+    names : object
+        The field as read (None when the file has none: files before it, and every
+        model that does not know its targets' names).
+    n_outputs : int
+        The loss's outputs, one name each.
+    save : bool, default=False
+        Checking a Booster's ``target_names`` before writing it: a ``ValueError``
+        naming the attribute instead of a ``ModelFormatError``.
+
+    Returns
+    -------
+    list of str or None
+    """
+    if names is None:
+        return None
+    if not isinstance(names, list) or len(names) != n_outputs or not all(
+            isinstance(v, str) for v in names):
+        message = (f"target_names must be null or a list of {n_outputs} strings (one per "
+                   f"output), got {names!r:.80}")
+        if save:
+            raise ValueError(f"cannot save the model: Booster.{message}")
+        fail(message)
     return names
 
 

@@ -394,6 +394,19 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
         check_is_fitted(self, "_booster")
         return getattr(self._booster.loss, "band_offset", None)
 
+    @property
+    def target_names_(self):
+        """Names of the targets of a fit on several (a DataFrame y's columns), else None.
+
+        One per output, in the order of ``predict``'s columns; kept in the model file
+        (``Booster.target_names``).
+
+        .. versionadded:: 0.1.0
+        """
+        check_is_fitted(self, "_booster")
+        names = self._booster.target_names
+        return None if names is None else list(names)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
@@ -845,7 +858,8 @@ TreeBoostRegressor.__doc__ = f"""Gradient tree boosting for regression (histogra
 Parameters
 ----------
 {_params_doc("regressor")}
-{_ATTRIBUTES}
+{_ATTRIBUTES}target_names_ : list of str or None
+    The column names of a DataFrame y of several targets (one per output), else None.
 """
 
 TreeBoostClassifier.__doc__ = f"""Gradient tree boosting for classification (logit or softmax).

@@ -2,11 +2,13 @@
 
 Data flow: a model file -> ``treeboost.load_model``; a data file -> its full table
 (ARFF/CSV readers of ``treeboost.datasets``) -> the model's feature columns by name
-(a target column or other extra columns are ignored; one-hot columns are rebuilt when the
-model was trained with ``--one-hot``) -> ``predict`` (and ``predict_proba``; a survival
-model's prediction is the log hazard ratio, higher: earlier event; a model of several
-outputs gives one column each, ``prediction_0`` .. ``prediction_{k-1}``, or the target
-names where the model keeps them in ``target_names_``) -> CSV on
+(a target column, the ``--weight-column`` of ``treeboost train`` or other extra columns
+are ignored: the model file names its features, and a weight column is never one of
+them; one-hot columns are rebuilt when the model was trained with ``--one-hot``) ->
+``predict`` (and ``predict_proba``; a survival model's prediction is the log hazard
+ratio, higher: earlier event; a model of several outputs gives one column each,
+``prediction_<name>`` after the target names the model file keeps (``target_names``,
+``treeboost train --target a,b``), else ``prediction_0`` .. ``prediction_{k-1}``) -> CSV on
 stdout or in ``--out`` (an existing file is kept unless ``--force``). An svmlight file
 (a ranking model's data) is read as a sparse matrix as wide as the model's features, with
 the index base the model file records (``treeboost train`` records the one its training
@@ -116,10 +118,10 @@ def run(args) -> int:
         raise DataError(f"{args.data}: no data rows to predict")
     pred = model.predict(X)
     if pred.ndim == 2:  # several outputs: one column each, named after the targets if kept
-        names = getattr(model, "target_names_", None)
-        names = [f"prediction_{j}" for j in range(pred.shape[1])] if names is None or \
-            len(names) != pred.shape[1] else [str(name) for name in names]
-        out = pd.DataFrame(pred, columns=names)
+        names = model.booster_.target_names
+        if names is None or len(names) != pred.shape[1]:
+            names = range(pred.shape[1])
+        out = pd.DataFrame(pred, columns=[f"prediction_{name}" for name in names])
     else:
         out = pd.DataFrame({"prediction": pred})
     if args.proba:

@@ -4,7 +4,8 @@ Data flow: a file -> ``study.data.load_spec`` (ARFF/CSV via ``treeboost.datasets
 the task from the target's type, or ranking for a query column) or
 ``study.data.load_svmlight_specs`` (svmlight, ranking; with ``--test``, both files read
 with one index base, recorded in the saved model for ``treeboost predict``) ->
-``one_hot`` on request -> ``study.data.split_indices`` (the study's seeded, stratified
+``one_hot`` on request (and, with ``--weight-column``, the weights taken out of the
+features: ``cli._weights``) -> ``study.data.split_indices`` (the study's seeded, stratified
 hold-out, so ``train`` and ``study`` score the same rows; survival rows stratified by
 the event indicator) or, for ranking, ``study.data.split_queries`` (whole queries, as the
 study) -- or, with ``--test FILE``, that file as the test part ->
@@ -32,6 +33,7 @@ import scipy.sparse as sp
 from ..callbacks import ProgressBar
 from ..exceptions import TreeboostError
 from ._options import add_param_options, chosen_params, seed
+from ._weights import check_training_weights, check_weight_option, pop_weights
 
 #: the estimator scope of the parameter table that learns each task
 SCOPES = {"classification": "classifier", "regression": "regressor", "ranking": "ranker",
@@ -74,6 +76,13 @@ def add_parser(sub) -> None:
                         "or true: the event was observed at the --target time, 0 or false: "
                         "censored then); without it a survival target holds signed times "
                         "(negative: censored)")
+    p.add_argument("--weight-column", metavar="NAME",
+                   help="ARFF or CSV: the column of row weights (finite numbers >= 0, not "
+                        "all 0), taken out of the features and given to the fit as "
+                        "sample_weight; they also weigh the test metrics. Ranking: query "
+                        "weights, the same on every row of a query. A --test file's "
+                        "column of that name weighs its metrics (its rows weigh 1 "
+                        "without one)")
     p.add_argument("--one-hot", action="store_true",
                    help="one 0/1 column per category instead of native categorical splits")
     p.add_argument("--seed", type=seed, default=0, help="seed of the split and the model")
@@ -98,6 +107,7 @@ class Split:
     None; ``how`` says how the test part was made ("80/20 by query", a file, ...);
     ``zero_based`` is the index base svmlight data was read with (None for ARFF/CSV),
     recorded in the saved model so that ``treeboost predict`` reads new data alike.
+    ``w_train``/``w_test`` are the rows' weights (``--weight-column``), else None.
     """
 
     task: str
@@ -109,10 +119,12 @@ class Split:
     test_group: np.ndarray | None
     how: str
     zero_based: bool | None = None
+    w_train: np.ndarray | None = None
+    w_test: np.ndarray | None = None
 
 
 def load_split(path, target, task, one_hot, seed, test=None, query=None,
-               event=None) -> Split:
+               event=None, weight=None) -> Split:
     """The data of ``train``: features and target, split into the train and test parts.
 
     Parameters
@@ -136,6 +148,10 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None,
     event : str, default=None
         Event indicator column of an ARFF/CSV survival file (the target is then the
         time); the survival targets are signed times (``treeboost.survival``).
+    weight : str, default=None
+        Column of row weights of an ARFF/CSV file, taken out of the features
+        (``cli._weights.pop_weights``); a test file's column of that name, if any,
+        weighs its rows.
 
     Returns
     -------
@@ -157,7 +173,7 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None,
         target = names[0]  # the others are taken out of the features below
     spec = DatasetSpec(os.path.basename(path), os.fspath(path), target,
                        None if task == "auto" else task, query, event)
-    zero_based = None
+    zero_based = w = None
     if is_svmlight_file(spec.source):
         # a training file and its test file are read together: one index base decided
         # over both (a zero-based test file need not use feature 0) and one width
@@ -176,14 +192,17 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None,
     else:
         X, y, task, group = load_spec(spec, return_group=True)
         X, y = _more_targets(X, y, names, task, spec.source)
+        X, w = pop_weights(X, weight, spec.source, task=task, group=group)
     if test is not None:
         test_spec = DatasetSpec(os.path.basename(test), os.fspath(test), target, task, query,
                                 event)
         X_test, y_test, _, test_group = load_spec(test_spec, return_group=True)
         X_test, y_test = _more_targets(X_test, y_test, names, task, test_spec.source)
+        X_test, w_test = pop_weights(X_test, weight, test_spec.source, task=task,
+                                     group=test_group, required=False)
         X, X_test = _like_training(X, X_test, test, one_hot)
         return Split(task, X, X_test, y, y_test, group, test_group,
-                     f"test file {os.fspath(test)}")
+                     f"test file {os.fspath(test)}", w_train=w, w_test=w_test)
     if one_hot and not sp.issparse(X):
         X = encode(X)
     if task == "ranking":
@@ -194,7 +213,8 @@ def load_split(path, target, task, one_hot, seed, test=None, query=None,
         how = {"classification": "80/20 stratified",
                "survival": "80/20 stratified by event"}.get(task, "80/20")
     return Split(task, take_rows(X, train), take_rows(X, held), take_rows(y, train),
-                 take_rows(y, held), train_group, test_group, how, zero_based)
+                 take_rows(y, held), train_group, test_group, how, zero_based,
+                 None if w is None else w[train], None if w is None else w[held])
 
 
 def target_columns(target) -> list[str] | None:
@@ -337,10 +357,11 @@ def survival_params(chosen: dict) -> dict:
     """``chosen`` checked for ``TreeBoostSurvival``: the regressor's options but its loss
     parameters (``--alpha``, ``--power``), and a survival ``--loss``."""
     from .. import params as _params
-    from ..losses import SURVIVAL_LOSSES
+    from ..losses import SURVIVAL_LOSSES, loss_params
 
+    kept = {p for name in SURVIVAL_LOSSES for p in loss_params(name)}  # --aft-loss-*
     for name in _params.part_names("loss", "regressor"):
-        if name in chosen:
+        if name in chosen and name not in kept:
             raise ValueError(f"--{name.replace('_', '-')} applies to regression only, and "
                              "this dataset's task is survival")
     loss = chosen.get("loss")
@@ -350,30 +371,47 @@ def survival_params(chosen: dict) -> dict:
     return chosen
 
 
-def metrics(task, model, X_test, y_test, group=None) -> dict:
+def metrics(task, model, X_test, y_test, group=None, sample_weight=None) -> dict:
     """Test metrics: accuracy, log-loss, AUC (binary), macro F1; or RMSE, MAE, R2 (with
     several targets each one's, under "targets", and their means); or,
     for ranking (``group`` the test queries' sizes), NDCG@1/3/5/10 and MAP@10; or, for
     survival (``y_test`` signed times), Harrell's concordance index ("cindex") and
     Breslow's negative log partial likelihood per event ("cox-nloglik", NaN without an
-    event among the test rows)."""
+    event among the test rows; for ``--loss aft`` the AFT negative log-likelihood,
+    "aft-nloglik", and the concordance of the predicted log times, a later time a lower
+    risk). ``sample_weight`` (the test rows' weights, query
+    weights for ranking) weighs every one of them."""
     from sklearn import metrics as m
 
+    w = sample_weight
+    if task == "survival" and model.loss == "aft":
+        from .._survival_metrics import aft_negative_log_likelihood, concordance_index
+        from ..survival import aft_bounds
+
+        bounds = aft_bounds(np.asarray(y_test, dtype=np.float64))
+        log_time = model.predict(X_test, raw_score=True)  # a later time, a lower risk
+        return {"cindex": float(concordance_index(bounds, -log_time, w)),
+                "aft-nloglik": float(aft_negative_log_likelihood(
+                    bounds, log_time, w, distribution=model.aft_loss_distribution,
+                    scale=model.aft_loss_distribution_scale))}
     if task == "survival":
         from .._survival_metrics import concordance_index, cox_negative_log_likelihood
 
         y = np.asarray(y_test, dtype=np.float64)
         risk = model.predict(X_test)
-        return {"cindex": float(concordance_index(y, risk)),
-                "cox-nloglik": float(cox_negative_log_likelihood(y, risk))
-                if np.any(y > 0) else float("nan")}
+        events = y > 0 if w is None else (y > 0) & (w > 0)
+        return {"cindex": float(concordance_index(y, risk, w)),
+                "cox-nloglik": float(cox_negative_log_likelihood(y, risk, w))
+                if np.any(events) else float("nan")}
     if task == "ranking":
         from ..metrics import map_at_k, ndcg_at_k
 
         scores = model.predict(X_test)
         offsets = np.concatenate(([0], np.cumsum(group)))
-        out = {f"ndcg@{k}": ndcg_at_k(y_test, scores, offsets, k) for k in NDCG_CUTOFFS}
-        out[f"map@{MAP_CUTOFF}"] = map_at_k(y_test, scores, offsets, MAP_CUTOFF)
+        out = {f"ndcg@{k}": ndcg_at_k(y_test, scores, offsets, k, sample_weight=w)
+               for k in NDCG_CUTOFFS}
+        out[f"map@{MAP_CUTOFF}"] = map_at_k(y_test, scores, offsets, MAP_CUTOFF,
+                                            sample_weight=w)
         return out
     if task == "regression":
         pred = model.predict(X_test)
@@ -381,30 +419,35 @@ def metrics(task, model, X_test, y_test, group=None) -> dict:
         if y.ndim == 2:  # several targets: each one's metrics, and their mean
             columns = [str(c) for c in y_test.columns] if hasattr(y_test, "columns") \
                 else [f"target_{j}" for j in range(y.shape[1])]
-            per = {name: _regression_metrics(y[:, j], pred[:, j])
+            per = {name: _regression_metrics(y[:, j], pred[:, j], w)
                    for j, name in enumerate(columns)}
             return {**{key: float(np.mean([v[key] for v in per.values()]))
                        for key in ("rmse", "mae", "r2")}, "targets": per}
-        return _regression_metrics(y, pred)
+        return _regression_metrics(y, pred, w)
     y = np.asarray(y_test)
     proba = model.predict_proba(X_test)
     pred = model.classes_[proba.argmax(axis=1)]
-    out = {"accuracy": float(np.mean(pred == y)),
+    out = {"accuracy": float(np.average(pred == y, weights=w)),
            "f1_macro": float(m.f1_score(y, pred, average="macro", labels=model.classes_,
-                                        zero_division=0))}
+                                        zero_division=0, sample_weight=w))}
     known = np.isin(y, model.classes_)  # a class absent from training has no probability
-    out["log_loss"] = float(m.log_loss(y[known], proba[known], labels=model.classes_))
+    wk = None if w is None else w[known]
+    out["log_loss"] = float(m.log_loss(y[known], proba[known], labels=model.classes_,
+                                       sample_weight=wk))
     if len(model.classes_) == 2 and len(np.unique(y[known])) == 2:
-        out["auc"] = float(m.roc_auc_score(y[known] == model.classes_[1], proba[known, 1]))
+        out["auc"] = float(m.roc_auc_score(y[known] == model.classes_[1], proba[known, 1],
+                                           sample_weight=wk))
     return out
 
 
-def _regression_metrics(y, pred) -> dict:
-    """RMSE, MAE and R2 of one target's predictions."""
+def _regression_metrics(y, pred, sample_weight=None) -> dict:
+    """RMSE, MAE and R2 of one target's predictions (weighted by ``sample_weight``)."""
     from sklearn import metrics as m
 
-    return {"rmse": float(np.sqrt(m.mean_squared_error(y, pred))),
-            "mae": float(m.mean_absolute_error(y, pred)), "r2": float(m.r2_score(y, pred))}
+    w = sample_weight
+    return {"rmse": float(np.sqrt(m.mean_squared_error(y, pred, sample_weight=w))),
+            "mae": float(m.mean_absolute_error(y, pred, sample_weight=w)),
+            "r2": float(m.r2_score(y, pred, sample_weight=w))}
 
 
 def progress_callbacks(mode, verbose, stream=None, tqdm_class=None) -> list:
@@ -457,9 +500,11 @@ def run(args) -> int:
         if os.path.exists(args.save) and not args.force:
             raise FileExistsError(f"{args.save} exists; pass --force to overwrite it")
     check_multi_target(args)
+    check_weight_option(args)
     task = decide_task(args.task, getattr(args, "loss", None))
     data = load_split(args.data, args.target, task, args.one_hot, args.seed, args.test,
-                      args.query_column, args.event_column)
+                      args.query_column, args.event_column, args.weight_column)
+    check_training_weights(data.w_train, f"--weight-column {args.weight_column}")
     task = data.task
     chosen = chosen_params(args, SCOPES[task])
     if task == "survival":
@@ -467,16 +512,18 @@ def run(args) -> int:
     model = make_model(task, chosen, args.seed)
     callbacks = progress_callbacks(args.progress, chosen.get("verbose"))
     start = time.perf_counter()
+    w = data.w_train  # None without --weight-column: the unweighted fit, unchanged
     if task == "ranking":
-        model.fit(data.X_train, data.y_train, group=data.train_group, callbacks=callbacks)
+        model.fit(data.X_train, data.y_train, group=data.train_group, sample_weight=w,
+                  callbacks=callbacks)
     elif task == "survival":  # signed times
         model.fit(data.X_train, np.asarray(data.y_train, dtype=np.float64),
-                  callbacks=callbacks)
+                  sample_weight=w, callbacks=callbacks)
     else:
-        y_train = data.y_train if getattr(data.y_train, "ndim", 1) == 1 else \
-            data.y_train.to_numpy(np.float64)  # several targets: (n, k)
-        model.fit(data.X_train, np.asarray(y_train) if task == "classification"
-                  else y_train, callbacks=callbacks)
+        # several targets: the (n, k) frame, whose column names the model keeps
+        # (``target_names_``, written to the model file)
+        model.fit(data.X_train, np.asarray(data.y_train) if task == "classification"
+                  else data.y_train, sample_weight=w, callbacks=callbacks)
     seconds = time.perf_counter() - start
     n_train, n_test = data.X_train.shape[0], data.X_test.shape[0]
     report = {"data": os.fspath(args.data), "task": task, "n_rows": n_train + n_test,
@@ -484,7 +531,10 @@ def run(args) -> int:
               "n_test": n_test, "seed": args.seed, "split": data.how,
               "params": {k: v for k, v in model.get_params().items() if k in chosen},
               "fit_seconds": seconds,
-              **metrics(task, model, data.X_test, data.y_test, data.test_group)}
+              **metrics(task, model, data.X_test, data.y_test, data.test_group,
+                        data.w_test)}
+    if args.weight_column is not None:
+        report["weight_column"] = args.weight_column
     if args.test is not None:
         report["test"] = os.fspath(args.test)
     if task == "classification":
@@ -520,12 +570,15 @@ def _print_text(report: dict) -> None:
         train += f" ({report['n_events_train']} events)"
         test += f" ({report['n_events_test']} events)"
     print(f"split     {report['split']}, seed {report['seed']}: {train}, {test}")
+    if "weight_column" in report:
+        print(f"weights   column {report['weight_column']} (the fit's sample_weight; the "
+              "test metrics weighted)")
     params = ", ".join(f"{k}={v}" for k, v in report["params"].items()) or "defaults"
     print(f"params    {params}")
     print(f"fit time  {report['fit_seconds']:.3f} s")
     ranking = [f"ndcg@{k}" for k in NDCG_CUTOFFS] + [f"map@{MAP_CUTOFF}"]
     for name in ("accuracy", "log_loss", "auc", "f1_macro", "rmse", "mae", "r2", *ranking,
-                 "cindex", "cox-nloglik"):
+                 "cindex", "cox-nloglik", "aft-nloglik"):
         if name in report:
             mean = f" (mean of {len(report['targets'])} targets)" if "targets" in report \
                 else ""
