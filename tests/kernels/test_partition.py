@@ -226,21 +226,26 @@ def test_sixteen_rows_a_step_match_the_twin(n_node, split):
         assert_array_equal(out, expected)
 
 
-def test_vector_steps_only_where_the_host_has_avx512(monkeypatch):
-    """The vector steps are on only for a host CPU with AVX-512 that Numba compiles for;
-    where LLVM cannot tell the CPU's features (it raises on some platforms), off."""
+def test_vector_steps_follow_the_target_cpu():
+    """The vector steps follow the CPU Numba generates code for: 512-bit steps for
+    AVX-512 (a host with it, or an x86-64-v4 build), the 256-bit bin search for AVX2
+    (x86-64-v3), none where the target has neither, whatever the host has; where LLVM
+    cannot tell the host's features (an empty string), none."""
     from treeboost._kernels import simd
 
-    monkeypatch.setattr(simd.config, "CPU_NAME", None)
-    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", lambda: {"avx512f": True})
-    assert simd._host_has_avx512()
-    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", lambda: {"avx2": True})
-    assert not simd._host_has_avx512()
+    avx512_host = "+avx,+avx2,+avx512f,-sse4a"
 
-    def unknown():
-        raise RuntimeError("failed to get host cpu features")
-    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", unknown)
-    assert not simd._host_has_avx512()
-    monkeypatch.setattr(simd.llvm, "get_host_cpu_features", lambda: {"avx512f": True})
-    monkeypatch.setattr(simd.config, "CPU_NAME", "generic")
-    assert not simd._host_has_avx512()
+    def widths(cpu_name, feature_string, host=avx512_host):
+        return simd.vector_widths(simd.target_features(cpu_name, feature_string, lambda: host))
+
+    assert widths(None, None) == (16, 8)
+    assert widths(None, None, host="+avx,+avx2,-avx512f") == (0, 4)
+    assert widths(None, None, host="") == (0, 0)
+    assert widths("x86-64-v4", "") == (16, 8)
+    assert widths("x86-64-v3", "") == (0, 4)  # no AVX-512 code, even on this host
+    assert widths("generic", "") == (0, 0)
+    assert widths("x86-64-v3", "+avx512f") == (16, 8)  # features added by NUMBA_CPU_FEATURES
+    assert widths("x86-64-v4", "-avx512f,-avx2") == (0, 0)
+    # a CPU name given without NUMBA_CPU_FEATURES: Numba takes the host's features
+    assert widths("x86-64-v3", None) == (16, 8)
+    assert widths("sapphirerapids", "") == (0, 0)  # a name not listed: nothing assumed

@@ -2,14 +2,17 @@
 
 A kernel's compiled code is looked up, per signature, first in the ordinary cache
 (``_jit.CACHE_DIR``, keyed for this host's CPU, as Numba keys it), then in
-``_compiled/`` next to this file: Numba cache files written at build time by
-``python -m treeboost._precompile`` in a process compiling for a portable CPU
-(``NUMBA_CPU_NAME``, default ``x86-64-v3``). A miss in both compiles for the
-host, as without this module, and saves to the ordinary cache, which is then
-found first from the next process on.
+``_compiled/<cpu>/`` next to this file: Numba cache files written at build time
+by ``python -m treeboost._precompile``, compiling for a portable CPU
+(``NUMBA_CPU_NAME``): ``x86-64-v4`` (AVX-512) and ``x86-64-v3`` (AVX2) by
+default. Of the targets shipped, a process takes the best one it may run
+(``choose``: the one built for exactly this CPU, else the one with most
+features, so v4 on an AVX-512 host, else v3), once, at the first lookup. A miss
+compiles for the host, as without this module, and saves to the ordinary
+cache, which is then found first from the next process on.
 
 A shipped entry is used only when all of these hold, else it is ignored (and
-the kernel compiles): ``_compiled/manifest.json`` names this Numba version,
+the kernel compiles): the target's ``manifest.json`` names this Numba version,
 Python (the cache files' names carry it too), target triple, and a hash of
 every source file of the package equal to this installation's (a kernel's code
 includes the kernels it calls, from other files: a stale shipped copy of any
@@ -23,6 +26,8 @@ Numba has no public hook for a second, read-only cache location, so this reaches
 into ``numba.core.caching`` (``Cache._load_overload``, ``IndexDataCacheFile``,
 the index key layout); all of that is here, behind a Numba version guard: on a
 Numba outside the tested range the kernels cache as before, without shipped code.
+This module imports only the standard library and Numba (``_jit`` and ``simd``
+import it).
 """
 
 import hashlib
@@ -36,9 +41,11 @@ import warnings
 import numba
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-#: where ``python -m treeboost._precompile`` writes the shipped cache files
+#: where ``python -m treeboost._precompile`` writes the shipped cache files, a folder per CPU
 SHIPPED_DIR = os.path.join(HERE, "_compiled")
 MANIFEST = "manifest.json"
+#: the portable CPUs ``_precompile`` builds for by default, best first
+SHIPPED_CPUS = ("x86-64-v4", "x86-64-v3")
 #: Numba versions whose cache internals this module was written against
 TESTED_NUMBA = ((0, 59), (0, 69))
 
@@ -121,28 +128,74 @@ def read_manifest(directory=SHIPPED_DIR):
         return None
 
 
-class _Shipped:
-    """The shipped directory's state, worked out once, at the first lookup."""
+def _rank(magic, host_magic):
+    """Sort key of a usable target: built for exactly this CPU first, then most features."""
+    return (tuple(magic) == tuple(host_magic), len(TARGET_FEATURES.get(magic[1], ())))
 
-    directory = SHIPPED_DIR
+
+def choose(root, host_magic, sources=None):
+    """The best shipped target under ``root`` this process may run, or None.
+
+    Parameters
+    ----------
+    root : str
+        The shipped directory: a folder per target (``x86-64-v4/``, ...), each with
+        its manifest and cache files; or a single target's folder (a manifest in
+        ``root`` itself).
+    host_magic : tuple of str
+        This process's ``codegen.magic_tuple()``.
+    sources : str, optional
+        The installation's ``sources_hash()`` (computed here when needed).
+
+    Returns
+    -------
+    (str, tuple, dict) or None
+        The target's folder, the key tuple its entries are stored under, and its
+        manifest's ``files`` (name: SHA-256).
+    """
+    folders = [root]
+    if read_manifest(root) is None:
+        try:
+            folders = [os.path.join(root, name) for name in sorted(os.listdir(root))]
+        except OSError:
+            return None
+    best = None
+    for folder in folders:
+        manifest = read_manifest(folder)
+        if manifest is None:
+            continue
+        if sources is None:
+            sources = sources_hash()
+        magic = usable_magic(manifest, host_magic, sources=sources)
+        if magic is not None and (best is None
+                                  or _rank(magic, host_magic) > _rank(best[1], host_magic)):
+            best = (folder, magic, dict(manifest.get("files") or {}))
+    return best
+
+
+class _Shipped:
+    """The shipped target this process uses, chosen once, at the first lookup."""
+
+    root = SHIPPED_DIR
+    directory = None  # the chosen target's folder
     _magic = False  # not yet known
-    files = {}  # file name: SHA-256, from the manifest
+    files = {}  # file name: SHA-256, from the chosen target's manifest
 
     @classmethod
     def magic(cls, codegen):
         """The key tuple of usable shipped entries for ``codegen``, or None."""
         if cls._magic is False:
             cls._magic = None
-            manifest = read_manifest(cls.directory)
-            if manifest is not None:
-                cls._magic = usable_magic(manifest, codegen.magic_tuple())
-                cls.files = dict(manifest.get("files") or {})
+            chosen = choose(cls.root, codegen.magic_tuple())
+            if chosen is not None:
+                cls.directory, cls._magic, cls.files = chosen
         return cls._magic
 
     @classmethod
-    def reset(cls, directory=SHIPPED_DIR):
-        """Point the lookup at ``directory`` (tests) and forget what was worked out."""
-        cls.directory = directory
+    def reset(cls, root=SHIPPED_DIR):
+        """Point the lookup at ``root`` (tests) and forget what was worked out."""
+        cls.root = root
+        cls.directory = None
         cls._magic = False
         cls.files = {}
 

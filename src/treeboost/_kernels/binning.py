@@ -50,7 +50,7 @@ def map_to_bins(X, bin_edges, n_edges, is_categorical, missing_bin, X_binned):
             edges = bin_edges[f]
             categorical = is_categorical[f] == 1
             first = start
-            if VECTOR_BINS and not categorical and m > 0:  # 8 values a step (simd.bins8)
+            if VECTOR_BINS and not categorical and m > 0:  # SEARCH_WIDTH values a step (simd.bins8)
                 row = X_binned[f]
                 while first + SEARCH_WIDTH <= stop:
                     bins8(X, first, f, edges, m, missing_bin, row)

@@ -12,40 +12,95 @@ the left rows and the right rows, each packed in order: 0.6-0.8 ns a row.
 ``bins8``, the binning: the scalar binary search over a feature's bin edges is
 branchless as written, but the compiler turns its select into a branch, which
 random values mispredict at every halving (~55 ns a value, ~5% of a 300-tree
-regression fit on 400,000 rows). The vector step searches 8 values at once,
-each halving one gather of the 8 edges compared.
+regression fit on 400,000 rows). The vector step searches 8 (or 4) values at
+once, each halving one gather of the edges compared (4 values with AVX2 on a
+Zen 3: 16.5 ns a value against 58).
 
 The IR names generic LLVM intrinsics (``llvm.masked.gather``,
 ``llvm.masked.compressstore``, ``llvm.ctpop``); where the CPU has no such
-instructions LLVM writes them out as scalar code, correct but no faster, so
-``VECTOR_PARTITION`` and ``VECTOR_BINS`` turn the vector steps on only where
-the host CPU has AVX-512 (``avx512f``) and Numba compiles for it (no
-``NUMBA_CPU_NAME``). With ``NUMBA_DISABLE_JIT=1`` each is a Python twin doing
-the same.
+instructions LLVM writes them out as scalar code, correct but no faster. So
+the steps follow the CPU Numba generates code for, not the CPU this process
+runs on (``target_features``: ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES``
+where set, as Numba reads them, else the host's): with AVX-512 (``avx512f``,
+an x86-64-v4 build or such a host) the partition takes 16 rows a step and the
+bin search 8 values (512-bit vectors); with AVX2 only (x86-64-v3) the bin
+search takes 4 values (256-bit gathers) and the partition stays scalar, since
+AVX2 has no compress-store; with neither, both loops stay scalar. Kernels
+compiled ahead of time for a portable CPU (``treeboost._precompile``) thus get
+the paths of that CPU. With ``NUMBA_DISABLE_JIT=1`` each step is a Python twin
+doing the same.
 """
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 from numba import config, types
 from numba.core import cgutils
+from numba.core.codegen import get_host_cpu_features
 from numba.extending import intrinsic
 
+from ._shipped import TARGET_FEATURES, enabled_features
 
-def _host_has_avx512():
-    """Whether the host CPU has AVX-512 (False where LLVM cannot tell: it raises on some
-    platforms) and Numba compiles for the host, not a generic CPU (NUMBA_CPU_NAME)."""
-    try:
-        features = llvm.get_host_cpu_features()
-    except RuntimeError:
-        return False
-    return bool(features.get("avx512f", False)) and config.CPU_NAME in (None, "host")
 
+def target_features(cpu_name, feature_string, host_feature_string):
+    """The CPU features (LLVM names) of the code Numba generates, as Numba decides them.
+
+    Parameters
+    ----------
+    cpu_name : str or None
+        ``NUMBA_CPU_NAME`` (``numba.config.CPU_NAME``); None or ``"host"``: this host's CPU.
+    feature_string : str or None
+        ``NUMBA_CPU_FEATURES`` (``numba.config.CPU_FEATURES``), ``+avx2,-avx512f,...``;
+        None: the host's, as Numba then takes them.
+    host_feature_string : callable
+        Returns the host's feature string (Numba's ``get_host_cpu_features``, which
+        applies ``NUMBA_ENABLE_AVX=0`` and is empty where LLVM cannot tell).
+
+    Returns
+    -------
+    set of str
+        The features the code may use. A named CPU brings the features of its
+        level (``_shipped.TARGET_FEATURES``: x86-64-v3, -v4, ...; none for a name
+        not listed there, so no vector step is assumed), changed by the feature
+        string's ``+`` and ``-`` entries.
+    """
+    if feature_string is None:
+        feature_string = host_feature_string()
+    host = cpu_name in (None, "", "host")
+    features = set() if host else set(TARGET_FEATURES.get(cpu_name, ()))
+    for entry in feature_string.split(","):
+        if entry.startswith("-"):
+            features.discard(entry[1:])
+    return features | enabled_features(feature_string)
+
+
+def vector_widths(features):
+    """Lanes of the partition's and the bin search's vector steps for ``features``.
+
+    Parameters
+    ----------
+    features : set of str
+        The target's CPU features (``target_features``).
+
+    Returns
+    -------
+    (int, int)
+        Rows per partition step (16, or 0: the scalar loop) and values per bin
+        search step (8, 4, or 0).
+    """
+    if "avx512f" in features:  # 512-bit gathers and compress-stores
+        return 16, 8
+    if "avx2" in features:  # 256-bit gathers; a compress-store would be scalar code
+        return 0, 4
+    return 0, 0
+
+
+_PARTITION_LANES, _SEARCH_LANES = vector_widths(
+    target_features(config.CPU_NAME, config.CPU_FEATURES, get_host_cpu_features))
 
 #: whether the kernels take the rows 16 at a time (partition.partition_rows_serial)
-VECTOR_PARTITION = _host_has_avx512()
-#: whether map_to_bins searches the bins of 8 values at a time
-VECTOR_BINS = VECTOR_PARTITION
+VECTOR_PARTITION = _PARTITION_LANES > 0
+#: whether map_to_bins searches the bins of SEARCH_WIDTH values at a time
+VECTOR_BINS = _SEARCH_LANES > 0
 
 #: rows per vector step
 WIDTH = 16
@@ -150,8 +205,8 @@ def _split16_ir(typingctx, rows, i, col, bin_threshold, missing_bin, missing_lef
 split16 = _split16_python if config.DISABLE_JIT else _split16_ir
 
 
-#: values per step of the bin search (eight float64 lanes)
-SEARCH_WIDTH = 8
+#: values per step of the bin search: eight float64 lanes (512-bit) or four (256-bit)
+SEARCH_WIDTH = _SEARCH_LANES or 8
 
 
 def _bins8_python(X, i, f, edges, m, missing_bin, out):
@@ -163,10 +218,11 @@ def _bins8_python(X, i, f, edges, m, missing_bin, out):
 
 @intrinsic
 def _bins8_ir(typingctx, X, i, f, edges, m, missing_bin, out):
-    """out[i:i + 8] = the bins of X[i:i + 8, f] on a numerical feature's sorted ``edges[:m]``
-    (m >= 1): the first b with x <= edges[b] (m where none), ``missing_bin`` for NaN.
+    """out[i:i + w] = the bins of X[i:i + w, f] (w = SEARCH_WIDTH) on a numerical
+    feature's sorted ``edges[:m]`` (m >= 1): the first b with x <= edges[b] (m where
+    none), ``missing_bin`` for NaN.
 
-    The binary search of eight values at once: each halving gathers the eight
+    The binary search of w values at once: each halving gathers the w
     edges compared and adds the half where the edge is below. The loop's scalar
     twin (binning._count_below) is branchless too, but the compiler turns its
     select into a branch, which random values mispredict: ~55 ns a value.
@@ -190,7 +246,7 @@ def _bins8_ir(typingctx, X, i, f, edges, m, missing_bin, out):
                                for k in (1, 2, 4, 5))
         stride0, stride1 = cgutils.unpack_tuple(builder, X_a.strides, 2)
         steps = ir.Constant(v64, list(range(lanes)))
-        # the values: X[i + k, f], k < 8, at data + (i + k) stride0 + f stride1
+        # the values: X[i + k, f], k < lanes, at data + (i + k) stride0 + f stride1
         x_first = builder.add(builder.ptrtoint(X_a.data, i64),
                               builder.add(builder.mul(i_, stride0), builder.mul(f_, stride1)))
         x_addresses = builder.add(_splat(builder, x_first, v64),
@@ -208,10 +264,10 @@ def _bins8_ir(typingctx, X, i, f, edges, m, missing_bin, out):
         e_gather = _function(builder, f"llvm.masked.gather.v{lanes}f64.v{lanes}p0", vf64,
                              [e_pointers_type, i32, mask_type, vf64])
         edges_base = _splat(builder, builder.ptrtoint(edges_a.data, i64), v64)
-        eight = ir.Constant(v64, [8] * lanes)
+        edge_bytes = ir.Constant(v64, [8] * lanes)
 
         def edge_at(index):  # edges[index], index a vector of i64 (edges is contiguous)
-            pointers = builder.inttoptr(builder.add(edges_base, builder.mul(index, eight)),
+            pointers = builder.inttoptr(builder.add(edges_base, builder.mul(index, edge_bytes)),
                                         e_pointers_type)
             return builder.call(e_gather, [pointers, ir.Constant(i32, 8), all_lanes,
                                            ir.Constant(vf64, None)])
