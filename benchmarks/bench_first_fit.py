@@ -1,25 +1,30 @@
 """What a new user waits for: import plus the first fit, with a cold and a warm kernel cache.
 
 Each measurement runs in a fresh Python process. The cold one points Numba's cache at an
-empty directory (``NUMBA_CACHE_DIR``), so every kernel the fit uses is compiled; the warm
-one runs again with the same directory, so every kernel is loaded from disk. With
-``--kernels`` the cold run also records Numba's compile events and prints, per kernel,
-the CPU seconds spent compiling it (``time.process_time``: compilation runs on one
-thread, and CPU time is less sensitive to a busy machine than wall time), with the
-kernels it calls (nested compilations) and without them (its own). Import and fit are
-reported in wall and CPU seconds.
+empty directory (``NUMBA_CACHE_DIR``), so every kernel the fit uses is compiled, or loaded
+from the kernels shipped with the package where it has any; the warm one runs again with
+the same directory, so every kernel is loaded from disk. With ``--kernels`` the cold run
+also records Numba's compile events and prints, per kernel, the CPU seconds spent
+compiling it (``time.process_time``: compilation runs on one thread, and CPU time is less
+sensitive to a busy machine than wall time), with the kernels it calls (nested
+compilations) and without them (its own). Import and fit are reported in wall and CPU
+seconds; the closing table gives each environment's medians over ``--repeat`` runs.
 
-    python benchmarks/bench_first_fit.py                 # cold and warm, 10,000 rows
+    python benchmarks/bench_first_fit.py                 # this environment, cold and warm
     python benchmarks/bench_first_fit.py --kernels       # plus the per-kernel table
     python benchmarks/bench_first_fit.py --task multiclass --repeat 3
+    python benchmarks/bench_first_fit.py --wheel dist/treeboost-*.whl --repeat 3
     python benchmarks/bench_first_fit.py --python /tmp/fv/bin/python   # another environment
     python benchmarks/bench_first_fit.py --no-shipped   # compile even where kernels are shipped
 
-``--python`` measures the interpreter of another environment (a fresh virtual
-environment with the wheel installed, say); the child imports ``treeboost`` from there.
-Kernels shipped with the package (``python -m treeboost._precompile``) are used by the
-cold run unless ``--no-shipped`` (``TREEBOOST_SHIPPED_KERNELS=0``); the per-kernel table
-then lists only the kernels that were compiled, and ``loaded`` how many came from disk.
+The environments measured: this one (a development install compiles every kernel: it
+ships none), or ``--python``'s; with ``--wheel``, also a fresh virtual environment (made
+in a temporary directory, removed afterwards) with that wheel installed, and this
+environment's Numba (shipped kernels are used only under the Numba that compiled them),
+so a wheel built with shipped kernels (``.ci/wheel_smoke`` shows how) is measured as a
+user installing it meets it. Kernels shipped with the package are used unless
+``--no-shipped`` (``TREEBOOST_SHIPPED_KERNELS=0``); the per-kernel table then lists only the
+kernels that were compiled, and ``loaded`` says how many came from disk.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,6 +77,7 @@ def _counting_load(self, sig, target_context):
     return data
 _caching.Cache.load_overload = _counting_load
 import treeboost
+from treeboost import TreeBoostClassifier, TreeBoostRegressor  # loaded on first use
 t_import = time.perf_counter() - t0
 c_import = time.process_time() - c0
 rng = np.random.default_rng(0)
@@ -96,16 +104,92 @@ print(json.dumps({"import": t_import, "fit": t_fit, "cpu_import": c_import, "cpu
 """
 
 
-def run_child(cache_dir: str, rows: int, task: str, kernels: bool, python: str = sys.executable,
-              shipped: bool = True) -> dict:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+#: Python bytecode of the measured processes: written once, as an installation has it
+#: (with PYTHONDONTWRITEBYTECODE set, every process would compile every module's source,
+#: about 0.4 s of an import), to a folder of this run's, not next to the sources
+PYCACHE = tempfile.mkdtemp(prefix="tb-bench-pycache-")
+
+
+def child_env(cache_dir: str, shipped: bool, python: str) -> dict:
+    """The measured process's environment: its kernel cache, bytecode, shipped kernels;
+    PYTHONPATH (a source tree measured in this environment) only for this interpreter."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPYCACHEPREFIX=PYCACHE)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if python != sys.executable:
+        env.pop("PYTHONPATH", None)
     if not shipped:
         env["TREEBOOST_SHIPPED_KERNELS"] = "0"
+    return env
+
+
+def run_child(cache_dir: str, rows: int, task: str, kernels: bool, python: str = sys.executable,
+              shipped: bool = True) -> dict:
+    env = child_env(cache_dir, shipped, python)
     code = (CHILD.replace("ROWS", str(rows))
             .replace("TASK", task))
-    out = subprocess.run([python, "-c", code], env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run([python, "-c", code], env=env, check=True, capture_output=True,
+                         text=True, cwd=tempfile.gettempdir())  # no checkout on the path
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def wheel_env(wheel: str, directory: str) -> str:
+    """A fresh virtual environment in ``directory`` with ``wheel`` and this Numba; its python."""
+    import numba
+
+    subprocess.run([sys.executable, "-m", "venv", directory], check=True)
+    python = os.path.join(directory, "bin", "python")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing else installed
+    subprocess.run([python, "-m", "pip", "install", "--quiet", wheel,
+                    f"numba=={numba.__version__}"], check=True, env=env)
+    return python
+
+
+def measure(name: str, python: str, args, shipped: bool) -> list[dict]:
+    """Cold and warm runs of one environment, ``args.repeat`` times; print each."""
+    with tempfile.TemporaryDirectory(prefix="tb-numba-cache-") as cache:
+        # the bytecode, not timed; no kernel is compiled by an import
+        subprocess.run([python, "-c", "import treeboost.sklearn"], check=True,
+                       env=child_env(cache, shipped, python), cwd=tempfile.gettempdir())
+    rows = []
+    for r in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="tb-numba-cache-") as cache:
+            t0 = time.perf_counter()
+            cold = run_child(cache, args.rows, args.task, args.kernels, python, shipped)
+            cold["process"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            warm = run_child(cache, args.rows, args.task, False, python, shipped)
+            warm["process"] = time.perf_counter() - t0
+        print(f"{name} run {r}: task={args.task} rows={args.rows} treeboost={cold['treeboost']}"
+              f"{'' if shipped else ' (shipped kernels off)'}")
+        for label, res in (("cold", cold), ("warm", warm)):
+            print(f"  {label}: import {res['import']:.2f} s + first fit {res['fit']:.2f} s "
+                  f"= {res['import'] + res['fit']:.2f} s (process {res['process']:.2f} s; CPU "
+                  f"{res['cpu_import']:.2f} + {res['cpu_fit']:.2f} s; "
+                  f"{len(res['kernels'])} kernels compiled, "
+                  f"{res['loaded']} loaded)")
+        if args.kernels:
+            print("  compile CPU seconds per kernel (cold): with its nested callees, and its own")
+            for kernel, sec in sorted(cold["kernels"].items(), key=lambda kv: -kv[1]):
+                print(f"    {sec:7.2f} {cold['own'][kernel]:7.2f}  {kernel}")
+            print(f"  ({len(cold['kernels'])} kernels, own seconds sum to "
+                  f"{sum(cold['own'].values()):.2f})")
+        rows.append({"cold": cold, "warm": warm})
+    return rows
+
+
+def summary(results: dict) -> None:
+    """Each environment's medians: wall and CPU seconds of import + first fit."""
+    def med(runs, state, *keys):
+        return statistics.median(sum(run[state][k] for k in keys) for run in runs)
+
+    print(f"\nmedians over {len(next(iter(results.values())))} runs: import + first fit, "
+          "wall s (CPU s), kernels compiled")
+    for name, runs in results.items():
+        cells = [f"{med(runs, state, 'import', 'fit'):.2f} "
+                 f"({med(runs, state, 'cpu_import', 'cpu_fit'):.2f}), "
+                 f"{statistics.median(len(run[state]['kernels']) for run in runs):.0f}"
+                 for state in ("cold", "warm")]
+        print(f"  {name:<28} cold {cells[0]:<22} warm {cells[1]}")
 
 
 def main(argv=None) -> None:
@@ -118,32 +202,18 @@ def main(argv=None) -> None:
     ap.add_argument("--kernels", action="store_true", help="per-kernel compile table")
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter of the environment to measure (default: this one)")
+    ap.add_argument("--wheel", help="also measure a fresh virtual environment with this wheel")
     ap.add_argument("--no-shipped", action="store_true",
                     help="ignore compiled kernels shipped with the package")
     args = ap.parse_args(argv)
     shipped = not args.no_shipped
-    for r in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="tb-numba-cache-") as cache:
-            t0 = time.perf_counter()
-            cold = run_child(cache, args.rows, args.task, args.kernels, args.python, shipped)
-            cold_wall = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            warm = run_child(cache, args.rows, args.task, False, args.python, shipped)
-            warm_wall = time.perf_counter() - t0
-        print(f"run {r}: task={args.task} rows={args.rows} treeboost={cold['treeboost']}"
-              f"{'' if shipped else ' (shipped kernels off)'}")
-        for name, res, wall in (("cold", cold, cold_wall), ("warm", warm, warm_wall)):
-            print(f"  {name}: import {res['import']:.2f} s + first fit {res['fit']:.2f} s "
-                  f"= {res['import'] + res['fit']:.2f} s (process {wall:.2f} s; CPU "
-                  f"{res['cpu_import']:.2f} + {res['cpu_fit']:.2f} s; "
-                  f"{len(res['kernels'])} kernels compiled, "
-                  f"{res['loaded']} loaded)")
-        if args.kernels:
-            print("  compile CPU seconds per kernel (cold): with its nested callees, and its own")
-            for name, sec in sorted(cold["kernels"].items(), key=lambda kv: -kv[1]):
-                print(f"    {sec:7.2f} {cold['own'][name]:7.2f}  {name}")
-            print(f"  ({len(cold['kernels'])} kernels, own seconds sum to "
-                  f"{sum(cold['own'].values()):.2f})")
+    results = {"this environment": measure("this environment", args.python, args, shipped)}
+    if args.wheel:
+        with tempfile.TemporaryDirectory(prefix="tb-wheel-venv-") as directory:
+            python = wheel_env(args.wheel, directory)
+            results["fresh venv + wheel"] = measure("fresh venv + wheel", python, args, shipped)
+    summary(results)
+    shutil.rmtree(PYCACHE, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,34 +1,60 @@
-"""treeboost: fast histogram gradient tree boosting in Python and Numba."""
+"""treeboost: fast histogram gradient tree boosting in Python and Numba.
+
+The public names below are imported on first use (a module ``__getattr__``, PEP 562):
+``import treeboost`` loads only the version, and ``from treeboost import
+TreeBoostClassifier`` loads what the estimators need, not AdaBoost, the generic booster
+over any learner, survival analysis or model loading until they are asked for.
+"""
 
 import gc
+import importlib
 
-# scikit-learn entered through sklearn.base imports ~0.1 s faster (1.25 vs 1.37 s for
-# `import treeboost`, measured) than through sklearn.utils.validation, which
-# _estimator_io would otherwise import first
-# The imports below (scikit-learn, SciPy, pandas, Numba) create some million objects, and
-# the cyclic garbage collector walked them over and over as they piled up: about 0.2 s of
-# a 1.35 s `import treeboost`, measured. Collection is paused meanwhile, then restored.
-_collecting = gc.isenabled()
-gc.disable()
-try:
-    import sklearn.base  # noqa: F401
+from ._version import __version__
 
-    from ._estimator_io import load_model
-    from ._version import __version__
-    from .adaboost import AdaBoostClassifier
-    from .dataset import Dataset
-    from .generic import GradientBoostingWithLearner
-    from .losses import Formula, available_losses, get_loss, register_loss, unregister_loss
-    from .sklearn import TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor
-    from .survival import TreeBoostSurvival
-    from .training import train
-finally:
-    if _collecting:
-        gc.enable()
-del _collecting
+#: each public name and the module defining it
+_PUBLIC = {
+    "AdaBoostClassifier": ".adaboost",
+    "Dataset": ".dataset",
+    "Formula": ".losses",
+    "GradientBoostingWithLearner": ".generic",
+    "TreeBoostClassifier": ".sklearn",
+    "TreeBoostRanker": ".sklearn",
+    "TreeBoostRegressor": ".sklearn",
+    "TreeBoostSurvival": ".survival",
+    "available_losses": ".losses",
+    "get_loss": ".losses",
+    "load_model": "._estimator_io",
+    "register_loss": ".losses",
+    "train": ".training",
+    "unregister_loss": ".losses",
+}
 
-__all__ = ["AdaBoostClassifier", "Dataset", "Formula", "GradientBoostingWithLearner",
-           "TreeBoostClassifier", "TreeBoostRanker", "TreeBoostRegressor", "TreeBoostSurvival",
-           "available_losses",
-           "get_loss", "load_model", "register_loss", "train", "unregister_loss",
-           "__version__"]
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+
+def __getattr__(name):
+    """Import the module defining the public ``name`` on first use, and keep the name."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # The imports (scikit-learn, SciPy, pandas, Numba) create some million objects, and
+    # the cyclic garbage collector walked them over and over as they piled up: about
+    # 0.2 s of a 1.35 s `import treeboost`, measured. Collection is paused meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        # scikit-learn entered through sklearn.base imports ~0.1 s faster (1.25 vs 1.37 s
+        # for `import treeboost`, measured) than through sklearn.utils.validation, which
+        # most of the modules above would otherwise import first
+        importlib.import_module("sklearn.base")
+        value = getattr(importlib.import_module(module, __name__), name)
+    finally:
+        if collecting:
+            gc.enable()
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    """The module's names, the public ones not yet imported included."""
+    return sorted(set(globals()) | set(__all__))
