@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .survival import survival_fields
+
 
 def _signed_block(block, event: str, time: str):
     """One block of structured labels as signed times (float64)."""
@@ -25,31 +27,6 @@ def _signed_block(block, event: str, time: str):
 def _time_block(block, time: str):
     """One block's times (float64)."""
     return block[time].astype(np.float64)
-
-
-def _fields(dtype, what: str) -> tuple[str, str] | None:
-    """(event field, time field) of a structured dtype; None for a plain one.
-
-    Raises
-    ------
-    ValueError
-        Naming ``what``, for a structured dtype that is not one bool and one numeric
-        field, or a bool dtype (events without times).
-    """
-    names = getattr(dtype, "names", None)
-    if names is None:
-        if dtype.kind == "b":
-            raise ValueError(f"{what} is a bool array: give the times too (a structured "
-                             "array of event and time, or signed times)")
-        return None
-    kinds = {name: dtype[name].kind for name in names}
-    events = [name for name, kind in kinds.items() if kind == "b"]
-    times = [name for name, kind in kinds.items() if kind in "iuf"]
-    if len(names) != 2 or len(events) != 1 or len(times) != 1:
-        raise ValueError(f"{what} must be a structured array of two fields, the event "
-                         "indicator (bool) and the time (numbers), as scikit-survival's "
-                         f"Surv.from_arrays makes; got fields {kinds}")
-    return events[0], times[0]
 
 
 def signed_times_dask(y, what: str, client):
@@ -81,7 +58,7 @@ def signed_times_dask(y, what: str, client):
     dtype = getattr(y, "dtype", None)
     if dtype is None:
         return y  # not an array: the fit's own checks name it
-    fields = _fields(np.dtype(dtype), what)
+    fields = survival_fields(np.dtype(dtype), what)
     if fields is None:
         return y
     if not isinstance(y, da.Array):

@@ -825,8 +825,9 @@ class DaskTreeBoostSurvival(_DaskTreeBoostBase):
         ------
         ValueError
             A ``loss`` that is not a survival loss, or ``loss="aft"`` (not yet over
-            Dask), labels that ``TreeBoostSurvival`` refuses (named; structured labels are checked on the client before
-            training), or as ``DaskTreeBoostRegressor.fit``.
+            Dask), labels that ``TreeBoostSurvival`` refuses (named; structured labels
+            are checked on the client before training), or as
+            ``DaskTreeBoostRegressor.fit``.
         """
         from distributed import default_client
 

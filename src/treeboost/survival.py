@@ -34,6 +34,34 @@ __all__ = ["TreeBoostSurvival", "aft_bounds", "aft_negative_log_likelihood",
 _DEFAULT_LOSS = "cox"
 
 
+def survival_fields(dtype, what: str = "y") -> tuple[str, str] | None:
+    """(event field, time field) of scikit-survival's structured dtype; None for a plain one.
+
+    The fields are found by kind, one bool and one numeric, whatever their names
+    (``Surv.from_arrays`` names them ``event`` and ``time``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, for a structured dtype that is not one bool and one numeric
+        field, or a bool dtype (events without times).
+    """
+    names = getattr(dtype, "names", None)  # a pandas dtype has neither attribute
+    if names is None:
+        if getattr(dtype, "kind", "") == "b":
+            raise ValueError(f"{what} is a bool array: give the times too (a structured "
+                             "array of event and time, or signed times)")
+        return None
+    kinds = {name: dtype[name].kind for name in names}
+    events = [name for name, kind in kinds.items() if kind == "b"]
+    times = [name for name, kind in kinds.items() if kind in "iuf"]
+    if len(names) != 2 or len(events) != 1 or len(times) != 1:
+        raise ValueError(f"{what} must be a structured array of two fields, the event "
+                         "indicator (bool) and the time (numbers), as scikit-survival's "
+                         f"Surv.from_arrays makes; got fields {kinds}")
+    return events[0], times[0]
+
+
 def signed_times(y, what: str = "y", *, require_event: bool = True) -> np.ndarray:
     """Survival labels as one column of signed times: ``t`` for an event, ``-t`` if censored.
 
@@ -59,22 +87,14 @@ def signed_times(y, what: str = "y", *, require_event: bool = True) -> np.ndarra
         Naming ``what``: a structured array without one bool and one numeric field,
         times that are NaN, infinite, negative or 0, or no observed event.
     """
-    fields = getattr(getattr(y, "dtype", None), "names", None)
+    dtype = getattr(y, "dtype", None)
+    fields = None if dtype is None else survival_fields(dtype, what)
     if fields is None:
-        if hasattr(y, "dtype") and getattr(y.dtype, "kind", "") == "b":
-            raise ValueError(f"{what} is a bool array: give the times too (a structured "
-                             "array of event and time, or signed times)")
         return check_signed_time(y, what, require_event=require_event)
+    event_field, time_field = fields
     y = np.asarray(y).reshape(-1)
-    kinds = {name: y.dtype[name].kind for name in fields}
-    events = [name for name, kind in kinds.items() if kind == "b"]
-    times = [name for name, kind in kinds.items() if kind in "iuf"]
-    if len(fields) != 2 or len(events) != 1 or len(times) != 1:
-        raise ValueError(f"{what} must be a structured array of two fields, the event "
-                         "indicator (bool) and the time (numbers), as scikit-survival's "
-                         f"Surv.from_arrays makes; got fields {kinds}")
-    event, time = y[events[0]], y[times[0]].astype(np.float64)
-    name = f"{what}[{times[0]!r}]"
+    event, time = y[event_field], y[time_field].astype(np.float64)
+    name = f"{what}[{time_field!r}]"
     bad = ~np.isfinite(time)
     if bad.any():
         i = int(np.argmax(bad))
@@ -86,7 +106,7 @@ def signed_times(y, what: str = "y", *, require_event: bool = True) -> np.ndarra
         raise ValueError(f"{name} holds {int(bad.sum())} time(s) <= 0 (the first at row "
                          f"{i}: {time[i]:g}): survival times must be > 0")
     if require_event and y.size and not event.any():
-        raise ValueError(f"{what}[{events[0]!r}] has no observed event (all False): the "
+        raise ValueError(f"{what}[{event_field!r}] has no observed event (all False): the "
                          "Cox partial likelihood needs at least one event")
     return np.where(event, time, -time)
 
