@@ -395,6 +395,7 @@ def test_a_strided_label_or_weight_column_is_stored_contiguous():
     Y = rng.normal(size=(50, 2))
     W = rng.uniform(0.5, 2.0, size=(50, 2))
     data = Dataset(X, Y[:, 1], weight=W[:, 0]).construct()
-    assert data.label.flags.c_contiguous and data.weight.flags.c_contiguous
+    assert data.label.flags.c_contiguous
+    assert data.weight.flags.c_contiguous
     np.testing.assert_array_equal(data.label, Y[:, 1])
     np.testing.assert_array_equal(data.weight, W[:, 0])
