@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench docs clean clean-cache
+.PHONY: venv demo test test-slow lint bench docs clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ TEST_WORKERS ?= 2
 
 test: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
+
+# the longer tests (marked slow: real data sets against the peers, killed processes, Dask
+# clusters, the CUDA simulator on whole fits), kept out of `make test`'s 10 minutes
+test-slow: venv
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m 'slow and not fresh_compile' \
+	    --durations=10
 
 lint: venv
 	$(PY) -m pip install --quiet ruff

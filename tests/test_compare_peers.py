@@ -45,6 +45,9 @@ from treeboost import TreeBoostClassifier, TreeBoostRegressor
 
 lgb = pytest.importorskip("lightgbm")
 
+# a minute or more of fits on real data: CI runs these as a step of its own (`make test-slow`)
+pytestmark = pytest.mark.slow
+
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 #: treeboost may be at most 0.5 % worse than LightGBM (issue acceptance 4)

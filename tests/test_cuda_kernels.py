@@ -245,6 +245,7 @@ def test_quantised_histogram_equals_cpu_bit_for_bit(case):
     assert_array_equal(actual, expected)
 
 
+@pytest.mark.slow
 def test_subtraction_gives_the_sibling():
     # one level of a tree: the root's histogram, the rows split, the smaller child's
     # histogram built, the larger child's by subtraction; packed: bit for bit the

@@ -23,6 +23,7 @@ def _cmdline(process) -> str:
         return ""
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_fit_is_one_clear_error():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40_000, 10))

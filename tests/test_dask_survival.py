@@ -41,6 +41,7 @@ def survival_data(n=1200, seed=1):
     return X, y
 
 
+@pytest.mark.slow
 def test_two_workers_and_one_give_the_local_model(client, tmp_path):
     X, y = survival_data()
     w = np.random.default_rng(2).uniform(0.5, 2.0, size=y.size)

@@ -227,6 +227,7 @@ class GPUQuantised(HistogramProvider):
         self.calls += 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["binary", "regression"])
 def test_gpu_quantised_provider_grows_the_cpu_model(ghist, task):
     X, y, loss = _data(task, n=300, seed=4)

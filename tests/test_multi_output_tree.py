@@ -202,6 +202,7 @@ def _check_rmse(X, Y, repeats):
     assert np.all(ours <= 1.01 * theirs), (ours, theirs)
 
 
+@pytest.mark.slow
 def test_rmse_against_xgboost_make_regression():
     # three correlated targets: noisy mixes of two latent ones, nonlinear in X (tanh)
     X, Z = make_regression(n_samples=5000, n_features=10, n_informative=6, n_targets=2,

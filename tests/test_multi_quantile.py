@@ -88,6 +88,7 @@ def test_conformal_offset_is_the_corrected_quantile():
     assert conformal_offset(np.zeros(3), np.zeros(3), np.ones(3), 0.2) == np.inf
 
 
+@pytest.mark.slow
 def test_cqr_marginal_coverage_over_seeds():
     covered, raw_covered = [], []
     for seed in range(8):

@@ -171,6 +171,7 @@ def _env():
     return env
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_lose_nothing_and_repeat_nothing(tmp_path):
     data = [write_sklearn_csv(tmp_path, n) for n in ("iris", "wine")] + \
         [write_arff(tmp_path / "synth.arff", n=200)]

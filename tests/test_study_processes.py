@@ -22,8 +22,9 @@ import pytest
 
 from test_study import _env, rows
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(),
-                                reason="finds the study's processes through /proc")
+pytestmark = [pytest.mark.slow,  # processes started, killed and waited for: ~1 min in all
+              pytest.mark.skipif(not Path("/proc/self/environ").exists(),
+                                 reason="finds the study's processes through /proc")]
 
 # a process of the study may take this long to notice that the study process is gone
 # (the acceptance criterion of issue 11); it is polled, so a passing test waits less

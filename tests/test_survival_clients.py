@@ -224,6 +224,7 @@ def test_study_scores_survival_by_the_concordance_of_the_estimator(rossi_csv, tm
     assert "Survival: best configuration and concordance index per dataset" in report
 
 
+@pytest.mark.slow
 def test_dask_regressor_with_loss_cox_is_the_local_model():
     distributed = pytest.importorskip("distributed")
     da = pytest.importorskip("dask.array")
