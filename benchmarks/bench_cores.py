@@ -18,6 +18,14 @@ its one-thread wall over its two-thread wall.
     python benchmarks/bench_cores.py --task regression --rows 500000 --features 20
     python benchmarks/bench_cores.py --task multiclass --rows 100000 --threads 1,2
     python benchmarks/bench_cores.py --task binary --rows 1000000 --features 28 --iters 200
+
+``--sources`` compares treeboost's source trees instead (an earlier commit checked out
+with ``git worktree add /tmp/old COMMIT`` against today's ``src``), each in processes of
+its own with the tree on ``PYTHONPATH`` and a kernel cache of its own, alternated over
+the rounds, so that a drift of the machine's speed falls on both alike:
+
+    python benchmarks/bench_cores.py --sources old=/tmp/old/src,new=src --iters 150 \
+        --fits 3 --rounds 4
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,6 +101,21 @@ def thread_counts(text: str) -> list[int]:
     return counts
 
 
+def source_trees(text: str) -> dict[str, Path]:
+    """``--sources``: label=path pairs, comma-separated, each a folder holding ``treeboost``."""
+    trees = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        label, _, path = part.partition("=")
+        if not label or not path or label in trees:
+            sys.exit(f"bench_cores: --sources {text!r}: want distinct label=path pairs")
+        if not (Path(path) / "treeboost" / "__init__.py").is_file():
+            sys.exit(f"bench_cores: --sources: no treeboost package in {path}")
+        trees[label] = Path(path).resolve()
+    if len(trees) < 2:
+        sys.exit("bench_cores: --sources: want at least two trees to compare")
+    return trees
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--task", choices=["binary", "regression", "multiclass"],
@@ -115,23 +139,34 @@ def main(argv=None) -> None:
     ap.add_argument("--peers", default=str(DEFAULT_PEERS), help="path of peers.py")
     ap.add_argument("--cache-dir", default=str(HERE / ".cache"),
                     help="the peers' dataset cache (peers.py --cache-dir)")
+    ap.add_argument("--sources", default=None,
+                    help="label=path,label=path: treeboost source trees compared (see above); "
+                         "replaces --libs")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         child(a)
         return
-    libs = [lib.strip() for lib in a.libs.split(",") if lib.strip()]
-    unknown = sorted(set(libs) - set(LIBS))
+    sources = source_trees(a.sources) if a.sources else {}
+    libs = list(sources) or [lib.strip() for lib in a.libs.split(",") if lib.strip()]
+    unknown = [] if sources else sorted(set(libs) - set(LIBS))
     if unknown:
         sys.exit(f"bench_cores: --libs: unknown {', '.join(unknown)} (known: {', '.join(LIBS)})")
     load_peers(Path(a.peers))  # fail here, once, if it is missing
     args = [arg for arg in (argv if argv is not None else sys.argv[1:])]
     counts = thread_counts(a.threads)
     results = {lib: {str(t): {"walls": [], "cpus": []} for t in counts} for lib in libs}
+    caches = tempfile.TemporaryDirectory(prefix="bench_cores_")
     for r in range(a.rounds):
         for lib in (libs if r % 2 == 0 else libs[::-1]):
-            out = subprocess.run([sys.executable, __file__, *args, "--child", lib],
-                                 capture_output=True, text=True, check=False)
+            env = dict(os.environ)
+            if sources:  # the tree first on the path, its kernels in a cache of its own
+                env["PYTHONPATH"] = os.pathsep.join(
+                    [str(sources[lib]), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+                env["NUMBA_CACHE_DIR"] = str(Path(caches.name) / lib)
+            child_lib = "treeboost" if sources else lib
+            out = subprocess.run([sys.executable, __file__, *args, "--child", child_lib],
+                                 capture_output=True, text=True, check=False, env=env)
             if out.returncode != 0:
                 sys.exit(f"bench_cores: {lib} failed:\n{out.stderr[-2000:]}")
             line = json.loads(out.stdout.strip().splitlines()[-1])
