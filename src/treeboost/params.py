@@ -415,30 +415,47 @@ def part_names(part: str, scope: str | None = None) -> tuple[str, ...]:
         scope is None or p.scope in ("all", scope))))
 
 
-def signature(scope: str) -> inspect.Signature:
+def signature(scope: str, *, exclude=(), overrides=None) -> inspect.Signature:
     """The estimator's ``__init__`` signature: ``self``, the positional ones, then ``*``.
 
     scikit-learn reads the parameter names from ``inspect.signature(cls.__init__)``
     (``BaseEstimator._get_param_names``); ``make_init`` compiles this one.
+
+    Parameters
+    ----------
+    scope : str
+        "regressor", "classifier" or "ranker".
+    exclude : collection of str, default=()
+        Entries of ``scope`` left out (an estimator built on another's parameters, such
+        as ``TreeBoostSurvival`` on the regressor's without the loss parameters none of
+        its losses reads).
+    overrides : dict, default=None
+        Defaults of that estimator that differ from the table's, by name.
+
+    Returns
+    -------
+    inspect.Signature
     """
-    table = params_for(scope).values()
+    own = overrides or {}
+    table = [p for p in params_for(scope).values() if p.name not in exclude]
     kind = inspect.Parameter
     return inspect.Signature(
         [kind("self", kind.POSITIONAL_OR_KEYWORD)]
-        + [kind(p.name, kind.POSITIONAL_OR_KEYWORD, default=p.default)
+        + [kind(p.name, kind.POSITIONAL_OR_KEYWORD, default=own.get(p.name, p.default))
            for p in table if p.positional]
-        + [kind(p.name, kind.KEYWORD_ONLY, default=p.default)
+        + [kind(p.name, kind.KEYWORD_ONLY, default=own.get(p.name, p.default))
            for p in table if not p.positional])
 
 
-def make_init(scope: str):
+def make_init(scope: str, *, exclude=(), overrides=None, doc=None):
     """An ``__init__`` that stores every parameter of ``scope`` (and does nothing else).
 
     Written out and compiled from the table, as ``dataclasses`` does: a plain
-    function with the signature ``signature(scope)``, as fast as a hand-written
-    one and with the same ``TypeError`` for an unknown or repeated argument.
+    function with the signature ``signature(scope, exclude=, overrides=)``, as fast as
+    a hand-written one and with the same ``TypeError`` for an unknown or repeated
+    argument. ``doc`` replaces its docstring.
     """
-    sig = signature(scope)
+    sig = signature(scope, exclude=exclude, overrides=overrides)
     names = [name for name in sig.parameters if name != "self"]
     assert all(name.isidentifier() for name in names)
     header = str(sig.replace(parameters=[
@@ -446,9 +463,10 @@ def make_init(scope: str):
         for p in sig.parameters.values()]))
     body = "".join(f"    self.{name} = {name}\n" for name in names)
     namespace: dict = {}
-    exec(f"def __init__{header}:\n{body}", {"_defaults": defaults(scope)}, namespace)
+    values = {**defaults(scope), **(overrides or {})}
+    exec(f"def __init__{header}:\n{body}", {"_defaults": values}, namespace)
     init = namespace["__init__"]
-    init.__doc__ = f"Store the parameters (the {scope}'s entries of ``treeboost.params``)."
+    init.__doc__ = doc or f"Store the parameters (the {scope}'s entries of ``treeboost.params``)."
     return init
 
 

@@ -169,23 +169,6 @@ def _dropped() -> set:
     return set(_params.part_names("loss", "regressor")) - kept
 
 
-def _make_init():
-    """``__init__`` storing the regressor's parameters but its loss parameters that no
-    survival loss reads (alpha, power), with ``loss`` first and positional
-    (``params.make_init``'s way)."""
-    dropped = _dropped()
-    names = [n for n in _params.params_for("regressor") if n not in dropped and n != "loss"]
-    header = "self, loss=_defaults['loss'], *, " + ", ".join(
-        f"{n}=_defaults[{n!r}]" for n in names)
-    body = "".join(f"    self.{n} = {n}\n" for n in ["loss", *names])
-    namespace: dict = {}
-    defaults = {**_params.defaults("regressor"), "loss": _DEFAULT_LOSS}
-    exec(f"def __init__({header}):\n{body}", {"_defaults": defaults}, namespace)
-    init = namespace["__init__"]
-    init.__doc__ = "Store the parameters (see the class docstring)."
-    return init
-
-
 def _params_doc() -> str:
     lines = [f"loss : one of {list(SURVIVAL_LOSSES)}, default={_DEFAULT_LOSS!r}",
              "    The survival loss: 'cox', Cox proportional hazards with Breslow's ties; "
@@ -203,7 +186,9 @@ class TreeBoostSurvival(_TreeBoostBase):
     # train() reads a survival loss with the regressor's parameters
     _scope = "regressor"
 
-    __init__ = _make_init()
+    __init__ = _params.make_init("regressor", exclude=_dropped(),
+                                 overrides={"loss": _DEFAULT_LOSS},
+                                 doc="Store the parameters (see the class docstring).")
 
     def fit(self, X, y, sample_weight=None, *, y_upper=None, init_score=None, eval_set=None,
             eval_sample_weight=None, eval_init_score=None, init_model=None, callbacks=None):
