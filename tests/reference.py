@@ -97,7 +97,7 @@ def leaf_score(g: float, h: float, reg_lambda: float, reg_alpha: float) -> float
 
 
 def best_split(hist_f, n_bins_non_missing, sum_g, sum_h, count, *, reg_lambda=0.0,
-               reg_alpha=0.0, min_samples_leaf=1, min_child_weight=0.0):
+               reg_alpha=0.0, min_samples_leaf=1, min_child_weight=0.0, hessian_counts=0.0):
     """Exhaustive best split of one feature's histogram (n_bins, 3).
 
     Candidates, in this order (the first of equal gains wins):
@@ -112,6 +112,9 @@ def best_split(hist_f, n_bins_non_missing, sum_g, sum_h, count, *, reg_lambda=0.
 
     Without missing rows, ``missing_left`` is 1 when the left child has at
     least as many rows as the right one (unseen NaN follow the larger child).
+    With ``hessian_counts`` (``leaf_count="hessian"``, LightGBM's estimate) a child's
+    rows for ``min_samples_leaf`` are its hessian sum times count / sum_h, rounded half
+    up.
 
     Returns
     -------
@@ -129,7 +132,10 @@ def best_split(hist_f, n_bins_non_missing, sum_g, sum_h, count, *, reg_lambda=0.
     for b, missing_left in candidates:
         gl, hl, cl = hist_f[: b + 1].sum(axis=0) + (miss if missing_left else 0.0)
         gr, hr, cr = sum_g - gl, sum_h - hl, count - cl
-        if min(cl, cr) < min_samples_leaf or min(hl, hr) < min_child_weight:
+        nl, nr = cl, cr
+        if hessian_counts and sum_h > 0:
+            nl, nr = (np.floor(hl * count / sum_h + 0.5), np.floor(hr * count / sum_h + 0.5))
+        if min(nl, nr) < min_samples_leaf or min(hl, hr) < min_child_weight:
             continue
         gain = (leaf_score(gl, hl, reg_lambda, reg_alpha)
                 + leaf_score(gr, hr, reg_lambda, reg_alpha) - parent)

@@ -90,6 +90,8 @@ class GrowerParams:
     max_depth: int | None = None
     min_samples_leaf: int = 20
     min_child_weight: float = 1e-3
+    #: what min_samples_leaf counts in a split's children: "rows" or "hessian"
+    leaf_count: str = "rows"
     min_split_gain: float = 0.0
     reg_lambda: float = 0.0
     reg_alpha: float = 0.0
@@ -249,7 +251,8 @@ class TreeGrower:
         self._split_params = SplitParams(
             float(params.reg_lambda), float(params.reg_alpha), float(params.min_samples_leaf),
             float(params.min_child_weight), float(params.cat_l2), float(params.cat_smooth),
-            int(params.max_cat_threshold), int(params.max_cat_to_onehot))
+            int(params.max_cat_threshold), int(params.max_cat_to_onehot),
+            1.0 if params.leaf_count == "hessian" else 0.0)
         self._tree = self._scratch = None  # built at the first tree
         self._splittable = None  # splittable_features, found at the first tree
         self._multi_root = None
@@ -502,6 +505,8 @@ class TreeGrower:
             ("sparse input", self.sparse), ("categorical features", self._categorical),
             ("use_quantized_grad=True", self.quantized),
             ("monotone or interaction constraints", self.constraints is not None),
+            # its scan bounds rows: the outputs' hessians give no one estimate of them
+            ("leaf_count='hessian'", self._split_params.hessian_counts > 0.0),
             ("a histogram provider", self.plan.histogram_provider is not None)) if used]
         if unsupported:
             raise ValueError("multi_strategy='multi_output_tree' does not support "

@@ -27,6 +27,8 @@ from .losses import CLASSIFICATION_LOSSES, RANKING_LOSSES, REGRESSION_LOSSES
 from .metrics import METRIC_NAMES, check_eval_metric
 from .modes import BOOSTING_MODES, mode_named
 
+#: ``leaf_count``'s choices: what ``min_samples_leaf`` counts in a split's children
+LEAF_COUNTS = ("rows", "hessian")
 #: ``importance_type``'s choices (``Booster.feature_importances``): XGBoost's names,
 #: "split" for its "weight"; "gain" keeps its meaning of the total gain (the same as
 #: "total_gain"), which every model saved with the default was written with
@@ -188,6 +190,12 @@ PARAMS = [
           part="grower"),
     Param("min_child_weight", "float", 1e-3, "Minimum sum of hessians in a leaf.", low=0.0,
           part="grower"),
+    Param("leaf_count", "str", "rows", "What min_samples_leaf counts in a split's children: "
+          "'rows', their rows; 'hessian', LightGBM's estimate (its min_data_in_leaf), a "
+          "child's hessian sum times the node's rows per unit of hessian, rounded, so that "
+          "rows the model already predicts confidently (log loss: small hessians) count as "
+          "fewer. The same with unit hessians (squared error, unweighted).",
+          choices=LEAF_COUNTS, part="grower"),
     Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0, part="grower"),
     Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0, part="grower"),
     Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0, part="grower"),

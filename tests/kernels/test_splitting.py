@@ -21,7 +21,7 @@ from treeboost._kernels.splitting import (
 )
 
 DEFAULTS = {"reg_lambda": 0.0, "reg_alpha": 0.0, "min_samples_leaf": 1,
-            "min_child_weight": 1e-3}
+            "min_child_weight": 1e-3, "hessian_counts": 0.0}
 
 
 def run(hist, n_bins_non_missing, totals, features=None, **params):
@@ -40,7 +40,7 @@ def run(hist, n_bins_non_missing, totals, features=None, **params):
                                np.zeros(hist.shape[0], dtype=np.uint8), MISSING_BIN)
     split = SplitParams(float(p["reg_lambda"]), float(p["reg_alpha"]),
                         float(p["min_samples_leaf"]), float(p["min_child_weight"]), 7.0, 3.0,
-                        5, 2)
+                        5, 2, float(p["hessian_counts"]))
     find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out, bitsets,
                      None, None)
     assert not bitsets.any()
@@ -329,3 +329,41 @@ def test_quantised_sibling_searches_side_by_side(n_threads, features, subtract):
             assert_array_equal(packed_pool[slots[c], f], serial_packed[slots[c], f])
             assert_array_equal(pool[slots[c], f], serial_pool[slots[c], f])
     assert np.isfinite(out[:, :feats.size, GAIN]).any()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hessian_counts_bound_the_estimated_rows(seed):
+    """leaf_count="hessian": min_samples_leaf bounds each child's hessian sum times the
+    node's rows per unit of hessian (LightGBM's estimate), as the exhaustive twin does;
+    with these hessians (0.1-1) the estimate moves some features' best split."""
+    rng = np.random.default_rng(seed)
+    n = 600
+    nb = np.array([255, 40, 7], dtype=NODE_DTYPE)
+    X = np.column_stack([rng.integers(0, b, n) for b in nb]).astype(np.uint8)
+    X[rng.random(X.shape) < 0.1] = MISSING_BIN
+    g = (rng.normal(size=n) + (X[:, 1] < 20)).astype(G_H_DTYPE)
+    # confident rows (small hessians) at the low values of every feature, as a log loss
+    # gives where the model already separates the classes
+    h = np.where(X[:, 0] < 100, 0.05, 1.0).astype(G_H_DTYPE) * rng.uniform(0.5, 1.0, n)
+    hist = histogram(np.ascontiguousarray(X.T), np.arange(n), g, h.astype(G_H_DTYPE))
+    totals = hist[0].sum(axis=0)
+    by_hessian = run(hist, nb, totals, min_samples_leaf=150, hessian_counts=1.0)
+    assert_same_choice(by_hessian, twin(hist, nb, totals, min_samples_leaf=150,
+                                        hessian_counts=1.0))
+    by_rows = run(hist, nb, totals, min_samples_leaf=150)
+    assert not np.array_equal(by_hessian[:, BIN], by_rows[:, BIN])
+    chosen = by_hessian[:, BIN] >= 0
+    estimate = by_hessian[chosen, LEFT_H] * totals[2] / totals[1]
+    assert np.all(np.floor(estimate + 0.5) >= 150)
+    assert np.all(np.floor((totals[1] - by_hessian[chosen, LEFT_H]) * totals[2] / totals[1]
+                           + 0.5) >= 150)
+
+
+def test_hessian_counts_with_unit_hessians_are_the_rows():
+    """With every hessian 1 the estimate is the rows: the same splits, bit for bit."""
+    hist, nb, totals = random_node(4)
+    hist = hist.copy()
+    hist[:, :, 1] = hist[:, :, 2]  # unit hessians: each bin's hessian sum is its count
+    totals = hist[0].sum(axis=0)
+    assert_array_equal(run(hist, nb, totals, min_samples_leaf=150, hessian_counts=1.0),
+                       run(hist, nb, totals, min_samples_leaf=150))

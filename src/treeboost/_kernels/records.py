@@ -17,10 +17,13 @@ from collections import namedtuple
 FeatureBins = namedtuple("FeatureBins", ["n_bins_non_missing", "is_categorical",
                                          "missing_bin"])
 
-#: split-search parameters (floats, then the two ints of the categorical scan)
+#: split-search parameters (floats, the two ints of the categorical scan, then
+#: hessian_counts: 1.0 where ``min_samples_leaf`` bounds a child's hessian-estimated
+#: count (``leaf_count="hessian"``), 0.0 (the default) where it bounds its rows)
 SplitParams = namedtuple("SplitParams", [
     "reg_lambda", "reg_alpha", "min_samples_leaf", "min_child_weight", "cat_l2",
-    "cat_smooth", "max_cat_threshold", "max_cat_to_onehot"])
+    "cat_smooth", "max_cat_threshold", "max_cat_to_onehot", "hessian_counts"],
+    defaults=(0.0,))
 
 #: tree shape, and the node sizes from which the parallel kernels are used:
 #: max_leaf_nodes >= 2; max_depth < 0 for none; min_split_gain float;

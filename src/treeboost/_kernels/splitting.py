@@ -83,8 +83,12 @@ def constrained_split_gain(gl, hl, gr, hr, reg_lambda, reg_alpha, bounds, direct
 @kernel
 def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda,
                      reg_alpha, min_samples_leaf, min_child_weight, parent, bounds,
-                     direction):
-    """Best threshold b in [first, stop): left = bins <= b plus the (gl, hl, cl) start."""
+                     direction, per_hessian):
+    """Best threshold b in [first, stop): left = bins <= b plus the (gl, hl, cl) start.
+
+    ``per_hessian`` > 0: ``min_samples_leaf`` bounds the children's hessian sums times
+    it (``_count_factor``), else their rows.
+    """
     best = -np.inf
     best_bin = -1
     best_gl = 0.0
@@ -98,9 +102,15 @@ def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda
         gl += h[b, 0]
         hl += h[b, 1]
         cl += h[b, 2]
-        if count - cl < min_samples_leaf:
+        if per_hessian > 0.0:  # hessian sums only grow left (shrink right): break holds
+            n_left = np.floor(hl * per_hessian + 0.5)
+            n_right = np.floor((sum_h - hl) * per_hessian + 0.5)
+        else:
+            n_left = cl
+            n_right = count - cl
+        if n_right < min_samples_leaf:
             break
-        if cl < min_samples_leaf:
+        if n_left < min_samples_leaf:
             continue
         hr = sum_h - hl
         if hl < min_child_weight or hr < min_child_weight:
@@ -121,21 +131,31 @@ def _scan_thresholds(h, first, stop, gl, hl, cl, sum_g, sum_h, count, reg_lambda
 
 
 @kernel
+def _count_factor(count, sum_h, hessian_counts):
+    """Rows per unit of hessian in a node where children are counted by their hessian
+    sums (``hessian_counts`` 1.0, LightGBM's estimate of a child's rows), else 0.0."""
+    if hessian_counts > 0.0 and sum_h > 0.0:
+        return count / sum_h
+    return 0.0
+
+
+@kernel
 def _best_numerical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
-                    min_samples_leaf, min_child_weight, parent, out, bounds, direction):
+                    min_samples_leaf, min_child_weight, parent, out, bounds, direction,
+                    per_hessian):
     miss_c = h[missing_bin, 2]
     # missing values right; with some present, "every value left" is a split too
     last = nb - 1 if miss_c > 0 else nb - 2
     best, b, gl, hl, cl = _scan_thresholds(
         h, 0, last + 1, 0.0, 0.0, 0.0, sum_g, sum_h, count, reg_lambda, reg_alpha,
-        min_samples_leaf, min_child_weight, parent, bounds, direction)
+        min_samples_leaf, min_child_weight, parent, bounds, direction, per_hessian)
     # without missing values in the node, unseen NaN follow the larger child
     ml = 1 if (miss_c == 0 and cl >= count - cl) else 0
     if miss_c > 0:  # missing values left
         best2, b2, gl2, hl2, cl2 = _scan_thresholds(
             h, 0, nb - 1, h[missing_bin, 0], h[missing_bin, 1], miss_c, sum_g, sum_h,
             count, reg_lambda, reg_alpha, min_samples_leaf, min_child_weight, parent, bounds,
-            direction)
+            direction, per_hessian)
         if best2 > best:
             best, b, gl, hl, cl, ml = best2, b2, gl2, hl2, cl2, 1
     out[GAIN] = best
@@ -202,7 +222,7 @@ def _stable_order(ratio, m, order):
 def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
                       min_samples_leaf, min_child_weight, parent, cat_l2, cat_smooth,
                       max_cat_threshold, max_cat_to_onehot, out, bitset, cats, ratio, order,
-                      bounds):
+                      bounds, per_hessian):
     # cats, ratio, order: scratch of >= N_BINS entries, so that a node's scan of many
     # small categorical features allocates nothing (allocations were most of its cost)
     m = 0
@@ -248,9 +268,14 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
                 gl += h[c, 0]
                 hl += h[c, 1]
                 cl += h[c, 2]
-            cr = count - cl
             hr = sum_h - hl
-            if (cl < min_samples_leaf or cr < min_samples_leaf or hl < min_child_weight
+            if per_hessian > 0.0:
+                n_left = np.floor(hl * per_hessian + 0.5)
+                n_right = np.floor(hr * per_hessian + 0.5)
+            else:
+                n_left = cl
+                n_right = count - cl
+            if (n_left < min_samples_leaf or n_right < min_samples_leaf or hl < min_child_weight
                     or hr < min_child_weight or max_k == 0):
                 continue
             if bounds is None:  # pruned at compile time: no constraints
@@ -312,6 +337,7 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
     else:  # the node's own value is clipped too
         parent = score_given_value(sum_g, sum_h, reg_lambda, reg_alpha, clipped_value(
             sum_g, sum_h, reg_lambda, reg_alpha, bounds.lower, bounds.upper))
+    per_hessian = _count_factor(count, sum_h, split.hessian_counts)
     n_slots = hist.shape[1] + 1
     cats = np.empty(n_slots, dtype=np.int64)
     ratio = np.empty(n_slots)
@@ -323,7 +349,7 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
                               count, reg_lambda, reg_alpha, split.min_samples_leaf,
                               split.min_child_weight, parent, split.cat_l2, split.cat_smooth,
                               split.max_cat_threshold, split.max_cat_to_onehot, out[k],
-                              out_bitset[k], cats, ratio, order, bounds)
+                              out_bitset[k], cats, ratio, order, bounds, per_hessian)
         else:
             out_bitset[k, :] = 0
             direction = np.int8(0)  # not the literal 0: a specialisation of its own
@@ -331,4 +357,5 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
                 direction = bounds.monotone[f]
             _best_numerical(hist[f], n_bins_non_missing[f], missing_bin, sum_g, sum_h, count,
                             reg_lambda, reg_alpha, split.min_samples_leaf,
-                            split.min_child_weight, parent, out[k], bounds, direction)
+                            split.min_child_weight, parent, out[k], bounds, direction,
+                            per_hessian)
