@@ -14,6 +14,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
+from test_dask import _spread  # noqa: E402  (row chunks placed on the workers in turn)
 from treeboost import load_model  # noqa: E402
 from treeboost.dask import DaskTreeBoostSurvival  # noqa: E402
 from treeboost.survival import TreeBoostSurvival  # noqa: E402
@@ -48,8 +49,9 @@ def test_two_workers_and_one_give_the_local_model(client, tmp_path):
     local = TreeBoostSurvival(**PARAMS).fit(X, y, sample_weight=w)
     expected = local.predict(X)
     Xd = da.from_array(X, chunks=(300, 4))
+    # spread by hand: the scheduler may put every chunk of da.from_array on one worker
     model = DaskTreeBoostSurvival(**PARAMS, client=client).fit(
-        Xd, da.from_array(y, chunks=300), sample_weight=da.from_array(w, chunks=300))
+        _spread(client, X), _spread(client, y), sample_weight=_spread(client, w))
     assert len(model.collective_stats_) == 2  # trained over a collective of two
     risk = model.predict(Xd)
     assert isinstance(risk, da.Array)

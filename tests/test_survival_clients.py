@@ -228,6 +228,7 @@ def test_study_scores_survival_by_the_concordance_of_the_estimator(rossi_csv, tm
 def test_dask_regressor_with_loss_cox_is_the_local_model():
     distributed = pytest.importorskip("distributed")
     da = pytest.importorskip("dask.array")
+    from test_dask import _spread  # the row chunks placed on the workers in turn
     from treeboost import Dataset, train
     from treeboost.dask import DaskTreeBoostRegressor
 
@@ -239,9 +240,10 @@ def test_dask_regressor_with_loss_cox_is_the_local_model():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        Xd = da.from_array(X, chunks=(300, 4))
+        # spread by hand: the scheduler may put every chunk of da.from_array on one worker
+        Xd = _spread(client, X)
         model = DaskTreeBoostRegressor(**params, client=client).fit(
-            Xd, da.from_array(y, chunks=300), sample_weight=da.from_array(w, chunks=300))
+            Xd, _spread(client, y), sample_weight=_spread(client, w))
         assert len(model.collective_stats_) == 2  # trained over a collective of two
         risk = model.predict(Xd).compute()
         single = train(params, Dataset(X, y, weight=w).construct(model.booster_.bin_mapper))
