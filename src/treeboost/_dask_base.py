@@ -21,7 +21,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _validation
-from . import params as _params
 from ._dask_checks import (
     _check_persisted,
     _check_queries,
@@ -49,27 +48,10 @@ COLLECTIVE_TIMEOUT = 300.0
 _GRACE = 5.0
 
 
-def _make_init(scope: str):
-    """The local estimator's ``__init__`` with a keyword-only ``client=None`` added."""
-    local_init = _params.make_init(scope)
-    sig = _params.signature(scope)
-    sig = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
-        "client", inspect.Parameter.KEYWORD_ONLY, default=None)])
-
-    def __init__(self, *args, client=None, **kwargs):
-        local_init(self, *args, **kwargs)
-        self.client = client
-
-    __init__.__signature__ = sig  # what scikit-learn's get_params reads
-    __init__.__doc__ = (f"Store the parameters (the {scope}'s entries of "
-                        "``treeboost.params``, and ``client``).")
-    return __init__
-
-
 def _init_like(local_class):
     """``local_class.__init__`` with a keyword-only ``client=None`` added: the local
-    estimator's parameters whatever they are (``TreeBoostSurvival``'s are not one scope
-    of the parameter table)."""
+    estimator's parameters whatever they are (one scope of the parameter table, or
+    ``TreeBoostSurvival``'s, the regressor's less its unused loss parameters)."""
     local_init = local_class.__init__
     sig = inspect.signature(local_init)
     sig = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
@@ -79,7 +61,7 @@ def _init_like(local_class):
         local_init(self, *args, **kwargs)
         self.client = client
 
-    __init__.__signature__ = sig
+    __init__.__signature__ = sig  # what scikit-learn's get_params reads
     __init__.__doc__ = (f"Store the parameters (those of ``{local_class.__name__}``, and "
                         "``client``).")
     return __init__

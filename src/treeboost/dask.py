@@ -38,7 +38,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._dask_base import _DaskTreeBoostBase, _encode_labels, _init_like, _make_init
+from ._dask_base import _DaskTreeBoostBase, _encode_labels, _init_like
 from .predictor import check_iteration_range
 from .sklearn import (
     TreeBoostClassifier,
@@ -57,14 +57,14 @@ class DaskTreeBoostRegressor(RegressorMixin, _DaskTreeBoostBase):
     _local_class = TreeBoostRegressor
     _scope = "regressor"
 
-    __init__ = _make_init("regressor")
+    __init__ = _init_like(TreeBoostRegressor)
 
 
 class DaskTreeBoostClassifier(ClassifierMixin, _DaskTreeBoostBase):
     _local_class = TreeBoostClassifier
     _scope = "classifier"
 
-    __init__ = _make_init("classifier")
+    __init__ = _init_like(TreeBoostClassifier)
 
     def _encode_target(self, y, client, params):
         import dask.array as da
@@ -116,7 +116,7 @@ class DaskTreeBoostRanker(_DaskTreeBoostBase):
     _local_class = TreeBoostRanker
     _scope = "ranker"
 
-    __init__ = _make_init("ranker")
+    __init__ = _init_like(TreeBoostRanker)
 
     def fit(self, X, y, *, qid, sample_weight=None, eval_set=None, eval_qid=None):
         """Fit the ranking model on documents grouped into queries, where they lie.
