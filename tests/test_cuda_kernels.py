@@ -301,10 +301,12 @@ def cpu_partition(rows, X, split):
     return out, int(n_left)
 
 
+@pytest.mark.parametrize("rows_per_thread", [1, 3])
 @pytest.mark.parametrize("split", SPLITS.values(), ids=SPLITS.keys())
-def test_partition_equals_cpu(split):
+def test_partition_equals_cpu(split, rows_per_thread):
     # the node: a slice in the middle of the index array, as the grower's nodes are;
-    # 32 threads a block, so its rows span several blocks
+    # 32 threads a block, so its rows span several blocks (with runs of 3 rows a
+    # thread, the last run clipped)
     X, _, _ = make_data(seed=8)
     sample_indices = subsample(9, 0.45)
     lo, hi = 37, sample_indices.size - 11
@@ -313,7 +315,8 @@ def test_partition_equals_cpu(split):
     feature, categorical, threshold, missing_left, bitset = split
     got = gpart.partition_rows(d_indices[lo:hi], cuda.to_device(X), feature, categorical,
                                threshold, missing_left, MISSING_BIN, cuda.to_device(bitset),
-                               gpart.PartitionBuffers(hi - lo, threads=32))
+                               gpart.PartitionBuffers(hi - lo, threads=32,
+                                                      rows_per_thread=rows_per_thread))
     assert got == n_left
     after = d_indices.copy_to_host()
     assert_array_equal(after[lo:hi], expected)

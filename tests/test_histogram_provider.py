@@ -90,6 +90,63 @@ def test_cpu_provider_grows_the_in_kernel_model(task, data, params, parallel):
     assert provided == expected
 
 
+@pytest.mark.parametrize(("task", "data", "params"), CASES)
+def test_provider_keeping_the_rows_grows_the_in_kernel_model(task, data, params):
+    # the grower stops before each partition too, and the provider's own rows are
+    # written back at each tree's end
+    expected = _model(task, {"n_threads": 1}, **data, **params)
+    provider = CPUHistogramProvider(keep_rows=True)
+    provided = _model(task, {"n_threads": 1, "histogram_provider": provider}, **data,
+                      **params)
+    assert provided == expected
+
+
+class Partitioning(CPUHistogramProvider):
+    """The CPU provider keeping the rows, recording each partition and histogram."""
+
+    def __init__(self):
+        super().__init__(keep_rows=True)
+        self.partitions, self.histograms = [], []
+
+    def partition(self, request):
+        n_left = super().partition(request)
+        rows = self._rows[request.start:request.stop]
+        self.partitions.append((request.node, rows[:n_left].copy(), rows[n_left:].copy()))
+        return n_left
+
+    def build(self, request):
+        self.histograms.append((request.node, request.rows))
+        super().build(request)
+
+
+def test_partitions_handed_out_once_per_split_left_child_first():
+    X, g, h = _binned()
+    features = np.arange(X.shape[0], dtype=np.int32)
+    rows = np.flatnonzero(np.random.default_rng(4).random(X.shape[1]) < 0.8).astype(
+        INDEX_DTYPE)
+    expected_rows = rows.copy()
+    expected = _grower(X, ExecutionPlan(n_threads=1)).grow(g, h, expected_rows, features)
+    provider = Partitioning()
+    indices = rows.copy()
+    tree = _grower(X, ExecutionPlan(n_threads=1, histogram_provider=provider)).grow(
+        g, h, indices, features)
+    assert_array_equal(indices, expected_rows)  # written back, grouped by leaf
+    for name in ("feature", "bin_threshold", "left", "count", "leaf_starts", "leaf_stops"):
+        assert_array_equal(getattr(tree, name), getattr(expected, name), err_msg=name)
+    split = [j for j in range(tree.left.size) if tree.left[j] >= 0]
+    assert sorted(node for node, _, _ in provider.partitions) == split
+    for node, left, right in provider.partitions:
+        f, thr = tree.feature[node], tree.bin_threshold[node]
+        lb, rb = X[f, left], X[f, right]
+        missing = tree.missing_left[node]
+        assert np.all((lb <= thr) & (lb != 255) | (lb == 255) & bool(missing))
+        assert np.all((rb > thr) & (rb != 255) | (rb == 255) & (not missing))
+        assert left.size == tree.count[tree.left[node]]
+        assert np.all(np.diff(left.astype(np.int64)) > 0)  # each side in row order
+        assert np.all(np.diff(right.astype(np.int64)) > 0)
+    assert all(r is None for _, r in provider.histograms)  # the provider's own rows
+
+
 def _grower(X, plan, **params):
     nb = np.full(X.shape[0], 63, dtype=NODE_DTYPE)
     return TreeGrower(X, nb, np.zeros(X.shape[0], dtype=np.uint8),

@@ -1,23 +1,26 @@
-"""``device="cuda"`` (issue 39 part 2, first cut): the trees' histograms on a CUDA GPU.
+"""``device="cuda"`` (issue 39 part 2): the trees' histograms and partitions on a CUDA GPU.
 
 ``make_plan`` resolves ``device`` here (``check_device``): "cpu" changes nothing;
 "cuda" checks, before the fit grows anything, that the GPU kernels can run (numba-cuda
 installed and a usable GPU, or numba-cuda's simulator), else raises one error naming
 the parameter (never a silent CPU fit), refuses sparse training data by name, and
 gives the plan a ``CUDAHistogramProvider``: the grower hands it each dense histogram
-(``histogram_provider``), as it would the CPU's builder.
+and each partition (``histogram_provider``, ``keeps_rows``), as it would the CPU's
+builders.
 
-What runs where in this first cut:
+What runs where:
 
 * on the GPU: every node's histogram (``_kernels.cuda.histogram``), float sums or the
-  packed integer sums of quantised gradients;
+  packed integer sums of quantised gradients, and every node's row partition
+  (``_kernels.cuda.partition``, the CPU's order): a tree's row indices stay on the
+  device from its root to its last split;
 * copied to the GPU: the binned features once per fit (per provider: one per plan),
-  each tree's gradients and hessians (or packed quantised gradients) once per tree, at
-  its root's request, and each node's row indices per request;
-* on the CPU: the row partition (its CUDA kernel, ``_kernels.cuda.partition``, is not
-  used yet: the node's rows are copied per request instead), the sibling by
-  subtraction, the split search, the leaf values and the raw-score updates. Each
-  histogram is copied back into the grower's slot.
+  each tree's gradients and hessians (or packed quantised gradients) and its row
+  indices once per tree, at its root; a categorical split's category bits;
+* copied back: each histogram into the grower's slot, each partition's left row count,
+  and the tree's rows, grouped by leaf, once at its end;
+* on the CPU: the sibling by subtraction, the split search, the leaf values and the
+  raw-score updates.
 
 Same trees: with quantised gradients (``use_quantized_grad=True``, or "auto" where it
 quantises) the integer sums are exact in any order, so the GPU's model is the CPU's bit
@@ -38,7 +41,7 @@ import weakref
 import numpy as np
 
 from ._kernels.cuda import cuda_available, numba_cuda_installed
-from .histogram_provider import HistogramProvider, HistogramRequest
+from .histogram_provider import HistogramProvider, HistogramRequest, PartitionRequest
 
 #: the values of ``device``
 DEVICES = ("cpu", "cuda")
@@ -93,71 +96,124 @@ def check_device(device, *, sparse: bool = False, available=None) -> str:
 
 
 class CUDAHistogramProvider(HistogramProvider):
-    """Each node's histogram built on the GPU by ``_kernels.cuda.histogram``.
+    """Each node's histogram and partition on the GPU (``_kernels.cuda``).
 
     The binned features go to the GPU once (per provider, that is per fit), each
-    tree's gradients at its root's request, each node's rows per request; the
-    partition stays on the CPU in this first cut (the rows are copied, not kept on the
-    GPU). The histogram is built in a device buffer of every bin slot (allocated once,
-    zeroed on the device) and copied back into ``request.out``.
+    tree's gradients and row indices at its root (``start_tree``); the rows are
+    partitioned on the device node by node and copied back at the tree's end
+    (``finish_tree``). Each histogram is built in a device buffer of every bin slot
+    (allocated once, zeroed on the device) and copied back into ``request.out``.
 
     Parameters
     ----------
     threads, rows_per_block : int, default=None
-        The kernels' launch shape (threads per block, rows per block); None: the
-        kernels' defaults, or ``SIMULATOR_LAUNCH`` under numba-cuda's simulator. They
-        change only the order of the adds.
+        The histogram kernels' launch shape (threads per block, rows per block); None:
+        the kernels' defaults, or ``SIMULATOR_LAUNCH`` under numba-cuda's simulator.
+        They change only the order of the adds.
+    keep_rows : bool, default=True
+        Keep each tree's rows on the GPU and partition them there; False: partition on
+        the CPU and copy each node's rows to the GPU for its histogram (the first cut,
+        kept to measure one against the other).
 
     Attributes
     ----------
     calls : int
         Histograms built so far.
+    partitions : int
+        Partitions made on the GPU so far.
     """
 
-    def __init__(self, threads: int | None = None, rows_per_block: int | None = None):
+    def __init__(self, threads: int | None = None, rows_per_block: int | None = None,
+                 keep_rows: bool = True):
         self._launch = {"threads": threads, "rows_per_block": rows_per_block}
-        self._kernels = None  # (histogram kernels module, numba.cuda, launch): loaded once
+        self.keeps_rows = bool(keep_rows)
+        self._kernels = None  # (kernel modules, numba.cuda, launch): loaded once
         self.calls = 0
+        self.partitions = 0
         self.release()
         self._load()
 
     def _load(self):
         from ._kernels.cuda import histogram as ghist  # imports numba.cuda
+        from ._kernels.cuda import partition as gpart
         from ._kernels.cuda import simulated
 
         threads, rows_per_block = self._launch["threads"], self._launch["rows_per_block"]
-        if threads is None and rows_per_block is None and simulated():
+        sim = simulated()
+        if threads is None and rows_per_block is None and sim:
             threads, rows_per_block = SIMULATOR_LAUNCH
-        self._kernels = (ghist, ghist.cuda, {"threads": threads or ghist.THREADS,
-                                             "rows_per_block": rows_per_block})
+        self._kernels = ((ghist, gpart), ghist.cuda,
+                         {"threads": threads or ghist.THREADS,
+                          "rows_per_block": rows_per_block})
+        # (threads a block, rows a thread) of the partition: one row a thread on a GPU;
+        # under the simulator the histograms' rows a block, in runs
+        self._partition_launch = ((SIMULATOR_LAUNCH[0], SIMULATOR_LAUNCH[1] // SIMULATOR_LAUNCH[0])
+                                  if sim else (gpart.THREADS, 1))
         # zeroing: on the device (fill_zero); under the simulator, where each GPU thread
         # is a Python thread, by a copy from a host array of zeros (same result)
-        self._zero_by_copy = simulated()
+        self._zero_by_copy = sim
 
     def release(self) -> None:
-        """Drop the device copies (the data, the tree's derivatives, the buffers): the
-        GPU memory is freed once nothing else holds them. The next ``build`` copies
-        again."""
+        """Drop the device copies (the data, the tree's derivatives and rows, the
+        buffers): the GPU memory is freed once nothing else holds them. The next
+        ``build`` copies again."""
         self._X = None  # (a weak reference to the host array, its device copy)
         self._derivatives = None  # the current tree's: (gradient or packed, hessian)
         self._hist = {}  # device histograms by kind (float: False, packed: True)
+        self._rows = None  # the current tree's row indices (keeps_rows)
+        self._buffers = None  # the partition's scratch, for the largest tree so far
+        self._bitset = None  # a categorical split's bits
 
     def __getstate__(self):
         # a fitted Booster keeps its plan: no device arrays in a pickle, and unpickling
         # imports nothing (numba.cuda is loaded again at the next build)
-        return {"_launch": self._launch, "calls": self.calls}
+        return {"_launch": self._launch, "calls": self.calls, "partitions": self.partitions,
+                "keeps_rows": self.keeps_rows}
 
     def __setstate__(self, state):
         self._launch, self.calls, self._kernels = state["_launch"], state["calls"], None
+        self.partitions = state.get("partitions", 0)
+        self.keeps_rows = state.get("keeps_rows", True)
         self.release()
+
+    def _device_X(self, X):
+        cuda = self._kernels[1]
+        if self._X is None or self._X[0]() is not X:
+            self._X = (weakref.ref(X), cuda.to_device(np.ascontiguousarray(X)))
+        return self._X[1]
+
+    def start_tree(self, rows: np.ndarray) -> None:
+        if self._kernels is None:
+            self._load()
+        (_, gpart), cuda, _ = self._kernels
+        self._rows = cuda.to_device(np.ascontiguousarray(rows))
+        n = rows.shape[0]
+        if self._buffers is None or self._buffers.n_max < n:
+            self._buffers = gpart.PartitionBuffers(max(n, 1), *self._partition_launch)
+
+    def partition(self, request: PartitionRequest) -> int:
+        (_, gpart), cuda, _ = self._kernels
+        if self._bitset is None:
+            self._bitset = cuda.device_array(request.bitset.shape[0], dtype=np.uint32)
+        if request.is_categorical:
+            self._bitset.copy_to_device(np.ascontiguousarray(request.bitset, np.uint32))
+        n_left = gpart.partition_rows(
+            self._rows[request.start:request.stop], self._device_X(request.X_binned),
+            request.feature, request.is_categorical, request.bin_threshold,
+            request.missing_left, request.missing_bin, self._bitset, self._buffers)
+        self.partitions += 1
+        return int(n_left)
+
+    def finish_tree(self, rows: np.ndarray) -> None:
+        rows[:] = self._rows.copy_to_host()
+        self._rows = None
 
     def build(self, request: HistogramRequest) -> None:
         if self._kernels is None:
             self._load()
-        ghist, cuda, launch = self._kernels
+        (ghist, _), cuda, launch = self._kernels
         X = request.X_binned
-        if self._X is None or self._X[0]() is not X:
-            self._X = (weakref.ref(X), cuda.to_device(np.ascontiguousarray(X)))
+        device_X = self._device_X(X)
         quant = request.quant is not None
         if request.is_root or self._derivatives is None:  # a new tree: its derivatives
             if quant:
@@ -167,8 +223,12 @@ class CUDAHistogramProvider(HistogramProvider):
                     cuda.to_device(np.ascontiguousarray(request.gradient)),
                     None if request.hessian is None
                     else cuda.to_device(np.ascontiguousarray(request.hessian)))
-        rows = (None if request.is_root and request.all_rows
-                else cuda.to_device(np.ascontiguousarray(request.rows)))
+        if request.is_root and request.all_rows:
+            rows = None
+        elif request.rows is None:  # kept on the device (keeps_rows)
+            rows = self._rows[request.start:request.stop]
+        else:
+            rows = cuda.to_device(np.ascontiguousarray(request.rows))
         features = cuda.to_device(np.ascontiguousarray(request.features))
         n_features = X.shape[0]
         hist = self._hist.get(quant)
@@ -182,10 +242,9 @@ class CUDAHistogramProvider(HistogramProvider):
             ghist.fill_zero(hist)
         gradient, hessian = self._derivatives
         if quant:
-            ghist.build_histogram_packed(self._X[1], rows, gradient, features, hist,
-                                         **launch)
+            ghist.build_histogram_packed(device_X, rows, gradient, features, hist, **launch)
         else:
-            ghist.build_histogram(self._X[1], rows, gradient, hessian, features, hist,
+            ghist.build_histogram(device_X, rows, gradient, hessian, features, hist,
                                   **launch)
         host = hist.copy_to_host()
         request.out[...] = host[:, :request.out.shape[1]]

@@ -11,6 +11,14 @@ partition) as it does in kernel. So the CPU's builder, a GPU's and the data-para
 collective's (any provider, then the all-reduce: ``grower.grow_data_parallel``) are
 providers of one step.
 
+A provider may keep the tree's rows itself (``keeps_rows``: a GPU's, whose rows stay
+on the device for the whole tree): the grower then also stops before each partition
+(``EXTERNAL_PARTITIONS``, phase ``SPLIT``), the provider reorders the node's rows,
+left child first, and returns the left child's row count (``partition``), and at the
+tree's end it writes its rows, grouped by leaf, back into the tree's row array
+(``finish_tree``), which the leaf values and the scores read. The partition is a
+function of the rows and the split alone, so every provider leaves the grower's order.
+
 A provider is an object with ``build(request)`` (``HistogramProvider``), which writes
 ``request.out``'s used bins: each feature ``f`` of ``request.features``, bins
 ``0 .. n_bins_non_missing[f] - 1`` and ``missing_bin``; float64 (gradient, hessian,
@@ -27,9 +35,13 @@ import numpy as np
 
 from ._kernels.grower import (
     EXTERNAL,
+    EXTERNAL_HISTOGRAMS,
+    EXTERNAL_PARTITIONS,
+    N_LEFT,
     N_NODES,
     PARTITIONED,
     PHASE,
+    SPLIT,
     _exact_sums,
     grow_tree,
     leaf_sums,
@@ -51,8 +63,12 @@ class HistogramRequest:
     ----------
     node : int
         The node's id in the tree (0: the root).
-    rows : ndarray of shape (n_node_rows,), dtype uint32
-        The node's rows (indices into the data), its slice of the tree's row array.
+    rows : ndarray of shape (n_node_rows,), dtype uint32, or None
+        The node's rows (indices into the data), its slice of the tree's row array;
+        None for a provider that keeps the rows (``keeps_rows``), whose slice
+        ``start:stop`` of its own rows they are.
+    start, stop : int
+        The node's slice of the tree's rows.
     is_root : bool
         Whether the node is the root (then ``rows`` is every row of the tree).
     all_rows : bool
@@ -81,7 +97,9 @@ class HistogramRequest:
     """
 
     node: int
-    rows: np.ndarray
+    rows: np.ndarray | None
+    start: int
+    stop: int
     is_root: bool
     all_rows: bool
     out: np.ndarray
@@ -96,54 +114,161 @@ class HistogramRequest:
     args: tuple
 
 
+@dataclass(frozen=True)
+class PartitionRequest:
+    """One partition the grower needs (``keeps_rows`` providers): node ``node``'s rows,
+    ``start:stop`` of the tree's, reordered left child first by its split.
+
+    A row goes left where its bin ``b`` of ``feature`` is set in ``bitset``
+    (categorical), else where ``b <= bin_threshold``, the missing bin where
+    ``missing_left``.
+
+    Attributes
+    ----------
+    node, start, stop : int
+        The node, and its slice of the tree's rows.
+    X_binned : ndarray of shape (n_features, n_samples), dtype uint8
+        The binned data, feature-major.
+    feature, bin_threshold, missing_bin : int
+        The split's feature and threshold, and the missing values' bin.
+    is_categorical, missing_left : bool
+        Whether the split is a category set, and where missing values go.
+    bitset : ndarray of shape (8,), dtype uint32
+        The left categories' bits (categorical splits).
+    """
+
+    node: int
+    start: int
+    stop: int
+    X_binned: np.ndarray
+    feature: int
+    bin_threshold: int
+    missing_bin: int
+    is_categorical: bool
+    missing_left: bool
+    bitset: np.ndarray
+
+
 class HistogramProvider:
-    """What a histogram provider does: fill a node's histogram (``build``)."""
+    """What a histogram provider does: fill a node's histogram (``build``); where it
+    keeps the tree's rows (``keeps_rows``), also take them (``start_tree``), partition
+    them (``partition``) and give them back (``finish_tree``)."""
+
+    #: whether the provider keeps the tree's rows and partitions them itself
+    keeps_rows = False
 
     def build(self, request: HistogramRequest) -> None:
-        """Write the histogram of ``request.node`` over ``request.rows`` into
-        ``request.out`` (its used bins)."""
+        """Write the histogram of ``request.node`` over its rows into ``request.out``
+        (its used bins)."""
         raise NotImplementedError
+
+    def start_tree(self, rows: np.ndarray) -> None:
+        """Take a new tree's rows (``keeps_rows``), before its root's histogram."""
+        raise NotImplementedError
+
+    def partition(self, request: PartitionRequest) -> int:
+        """Reorder the node's rows, left child first, each side in its order; return
+        the left child's row count (``keeps_rows``)."""
+        raise NotImplementedError
+
+    def finish_tree(self, rows: np.ndarray) -> None:
+        """Write the tree's rows, as partitioned, into ``rows`` (``keeps_rows``)."""
+        raise NotImplementedError
+
+
+def goes_left(bins: np.ndarray, request: PartitionRequest) -> np.ndarray:
+    """Whether each of ``bins`` (a node's rows' bins of the split's feature) goes left:
+    ``_jit.bin_goes_left`` over an array."""
+    bins = bins.astype(np.int64)
+    if request.is_categorical:
+        return ((request.bitset[bins >> 5] >> (bins & 31).astype(np.uint32)) & 1) == 1
+    return np.where(bins == request.missing_bin, bool(request.missing_left),
+                    bins <= request.bin_threshold)
 
 
 class CPUHistogramProvider(HistogramProvider):
     """The CPU's builders, as the grower calls them in kernel (``_kernels.provider``):
-    the in-kernel trees, bit for bit, with a round trip to Python per histogram."""
+    the in-kernel trees, bit for bit, with a round trip to Python per histogram.
+
+    Parameters
+    ----------
+    keep_rows : bool, default=False
+        Keep the tree's rows and partition them here (NumPy's stable partition), as a
+        GPU's provider does on the device: the seam of ``keeps_rows``, on the CPU.
+    """
+
+    def __init__(self, keep_rows: bool = False):
+        self.keeps_rows = bool(keep_rows)
+        self._rows = None
 
     def build(self, request: HistogramRequest) -> None:
         a = request.args
+        rows = request.rows if request.rows is not None else \
+            self._rows[request.start:request.stop]
         build_histogram(a[_X], a[_G], a[_H], a[_ROWS], a[_FEATURES], a[_ALL_ROWS], a[_BINS],
                         a[_TREE], a[_SCRATCH], a[_ROOT], a[_GENERAL], a[_QUANT],
-                        request.rows, int(request.slot), bool(request.is_root))
+                        rows, int(request.slot), bool(request.is_root))
+
+    def start_tree(self, rows: np.ndarray) -> None:
+        self._rows = rows.copy()
+
+    def partition(self, request: PartitionRequest) -> int:
+        rows = self._rows[request.start:request.stop]
+        left = goes_left(request.X_binned[request.feature, rows], request)
+        rows[:] = np.concatenate([rows[left], rows[~left]])
+        return int(left.sum())
+
+    def finish_tree(self, rows: np.ndarray) -> None:
+        rows[:] = self._rows
+        self._rows = None
 
 
-def new_external_tree(args: tuple) -> Resume:
-    """A tree to grow step by step, stopping before each histogram (``EXTERNAL``)."""
+def new_external_tree(args: tuple, partitions: bool = False) -> Resume:
+    """A tree to grow step by step, stopping before each histogram (``EXTERNAL``), and
+    with ``partitions`` before each partition too."""
     tree = TreeParams(*args[_TREE])
     resume = Resume(*new_tree(2 * tree.max_leaf_nodes - 1,
                               Scratch(*args[_SCRATCH]).hist_pool.shape[0],
                               FeatureBins(*args[_BINS]).n_bins_non_missing.shape[0],
                               args[_CONSTRAINTS]))
-    resume.state.counters[EXTERNAL] = 1
+    resume.state.counters[EXTERNAL] = EXTERNAL_PARTITIONS if partitions \
+        else EXTERNAL_HISTOGRAMS
     return resume
 
 
-def histogram_request(args: tuple, resume: Resume, node: int) -> HistogramRequest:
-    """The histogram a growth stopped at (``grow_tree`` returned ``node``) asks for."""
+def histogram_request(args: tuple, resume: Resume, node: int,
+                      keeps_rows: bool = False) -> HistogramRequest:
+    """The histogram a growth stopped at (``grow_tree`` returned ``node``) asks for;
+    ``rows`` None where the provider ``keeps_rows``."""
     state, nodes = resume.state, resume.nodes
     slot = int(nodes.slot[node])
     quant = args[_QUANT]
     out = Scratch(*args[_SCRATCH]).hist_pool[slot] if quant is None else quant.pool[slot]
     bins = FeatureBins(*args[_BINS])
+    start, stop = int(state.start[node]), int(state.stop[node])
     return HistogramRequest(
-        node, args[_ROWS][state.start[node]:state.stop[node]], node == 0,
+        node, None if keeps_rows else args[_ROWS][start:stop], start, stop, node == 0,
         bool(args[_ALL_ROWS]), out, args[_X], args[_G], args[_H], quant, args[_FEATURES],
         bins.n_bins_non_missing, int(bins.missing_bin), slot, args)
 
 
+def partition_request(args: tuple, resume: Resume, node: int) -> PartitionRequest:
+    """The partition a growth stopped at (phase ``SPLIT``, ``grow_tree`` returned
+    ``node``) asks for."""
+    state, nodes = resume.state, resume.nodes
+    bins = FeatureBins(*args[_BINS])
+    f = int(nodes.split_feature[node])
+    return PartitionRequest(
+        node, int(state.start[node]), int(state.stop[node]), args[_X], f,
+        int(nodes.split_bin[node]), int(bins.missing_bin), bool(bins.is_categorical[f]),
+        bool(nodes.split_ml[node]), nodes.split_bitset[node].copy())
+
+
 def needs_histogram(resume: Resume) -> bool:
     """Whether the growth stopped for a histogram (not for a left child's row count,
-    which a data-parallel growth sums: quantised gradients, phase PARTITIONED)."""
-    return resume.state.counters[PHASE] != PARTITIONED
+    which a data-parallel growth sums: quantised gradients, phase PARTITIONED; nor for
+    a partition, phase SPLIT)."""
+    return resume.state.counters[PHASE] not in (PARTITIONED, SPLIT)
 
 
 def grow_external(args: tuple, provider) -> tuple:
@@ -156,13 +281,21 @@ def grow_external(args: tuple, provider) -> tuple:
     if args[_SPARSE] is not None:
         raise ValueError("a histogram provider takes dense data: sparse trees build "
                          "their histograms in the grower")
-    resume = new_external_tree(args)
+    keeps = bool(getattr(provider, "keeps_rows", False))
+    resume = new_external_tree(args, partitions=keeps)
+    counters = resume.state.counters
+    if keeps:
+        provider.start_tree(args[_ROWS])
     while True:
         node = int(grow_tree(*args, resume)[0])
         if node < 0:
             break
-        if needs_histogram(resume):
-            provider.build(histogram_request(args, resume, node))
+        if counters[PHASE] == SPLIT:
+            counters[N_LEFT] = provider.partition(partition_request(args, resume, node))
+        elif needs_histogram(resume):
+            provider.build(histogram_request(args, resume, node, keeps))
+    if keeps:  # the leaf values and the scores read the rows, grouped by leaf
+        provider.finish_tree(args[_ROWS])
     state, nodes = resume.state, resume.nodes
     n_nodes = int(state.counters[N_NODES])
     quant = args[_QUANT]

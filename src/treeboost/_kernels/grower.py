@@ -87,11 +87,16 @@ from .splitting import (
 
 # TreeState.counters: nodes, leaves, free histogram slots; where a resumed growth
 # stands (grow_tree's ``resume``) and the node whose children it stopped at; whether a
-# resumed growth leaves its histograms to the caller (1: histogram_provider), else 0
-N_NODES, N_LEAVES, N_FREE, PHASE, PENDING, EXTERNAL = 0, 1, 2, 3, 4, 5
+# resumed growth leaves its histograms to the caller (EXTERNAL_HISTOGRAMS:
+# histogram_provider), and its partitions too (EXTERNAL_PARTITIONS: the provider keeps
+# the rows, on a GPU), else 0; the left child's rows of an external partition
+N_NODES, N_LEAVES, N_FREE, PHASE, PENDING, EXTERNAL, N_LEFT = 0, 1, 2, 3, 4, 5, 6
+EXTERNAL_HISTOGRAMS, EXTERNAL_PARTITIONS = 1, 2
 # the phases: the root's histogram to build; the root to open (its histogram summed);
-# the pending node's children to consider (their histograms summed); the tree done
-START, OPEN_ROOT, CONSIDER, DONE, PARTITIONED = 0, 1, 2, 3, 4
+# the pending node's children to consider (their histograms summed); the tree done;
+# the left child's rows summed across workers; the pending node's split chosen, its
+# rows to partition (by the caller, EXTERNAL_PARTITIONS)
+START, OPEN_ROOT, CONSIDER, DONE, PARTITIONED, SPLIT = 0, 1, 2, 3, 4, 5
 
 
 @kernel
@@ -299,8 +304,9 @@ def new_tree(capacity, n_slots, n_features, constraints):
     free_slots = np.empty(n_slots, dtype=np.int64)  # a stack: slot 0 on top
     for j in range(n_slots):
         free_slots[j] = n_slots - 1 - j
-    counters = np.empty(6, dtype=np.int64)
+    counters = np.empty(7, dtype=np.int64)
     counters[EXTERNAL] = 0
+    counters[N_LEFT] = 0
     counters[N_NODES] = 1
     counters[N_LEAVES] = 1
     counters[N_FREE] = n_slots
@@ -485,38 +491,52 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     node = counters[PENDING]
     pending = phase == CONSIDER  # resumed with node's children's histograms summed
     partitioned = phase == PARTITIONED  # resumed with the left child's rows summed
+    split_resumed = phase == SPLIT  # resumed with the node's rows partitioned
     while True:
         if not pending:
             if not partitioned:
-                if counters[N_LEAVES] >= tree.max_leaf_nodes:
-                    break
-                node = np.int64(-1)
-                best = 0.0
-                for j in range(counters[N_NODES]):
-                    if candidate[j] and (node < 0 or split_gain[j] > best):
-                        node = j
-                        best = split_gain[j]
-                if node < 0:
-                    break
-                # split it
-                candidate[node] = 0
-                f = nodes.split_feature[node]
-                column = f
-                if sparse is not None:  # partition on the feature's column, materialised
-                    _sparse_column(sparse, f, X_binned[0])
-                    column = np.int32(0)
-                rows = sample_indices[start[node]:stop[node]]
-                if general is not None and rows.shape[0] >= tree.serial_partition_rows:
-                    n_left = partition_rows(rows, X_binned, column, is_categorical[f] == 1,
-                                            nodes.split_bin[node], nodes.split_ml[node] == 1,
-                                            missing_bin, nodes.split_bitset[node],
-                                            scratch.left_buffer, scratch.right_buffer)
+                if split_resumed:
+                    f = nodes.split_feature[node]
+                    n_left = counters[N_LEFT]
+                    split_resumed = False
                 else:
-                    n_left = partition_rows_serial(rows, X_binned, column, is_categorical[f] == 1,
-                                                   nodes.split_bin[node],
-                                                   nodes.split_ml[node] == 1, missing_bin,
-                                                   nodes.split_bitset[node], scratch.left_buffer,
-                                                   scratch.right_buffer)
+                    if counters[N_LEAVES] >= tree.max_leaf_nodes:
+                        break
+                    node = np.int64(-1)
+                    best = 0.0
+                    for j in range(counters[N_NODES]):
+                        if candidate[j] and (node < 0 or split_gain[j] > best):
+                            node = j
+                            best = split_gain[j]
+                    if node < 0:
+                        break
+                    # split it
+                    candidate[node] = 0
+                    f = nodes.split_feature[node]
+                    if resume is not None and counters[EXTERNAL] == EXTERNAL_PARTITIONS:
+                        # the caller partitions the node's rows by nodes.split_* and
+                        # resumes with counters[N_LEFT]
+                        counters[PHASE] = SPLIT
+                        counters[PENDING] = node
+                        counters[N_FREE] = n_free
+                        return _result(node, state, nodes)
+                    column = f
+                    if sparse is not None:  # partition on the column, materialised
+                        _sparse_column(sparse, f, X_binned[0])
+                        column = np.int32(0)
+                    rows = sample_indices[start[node]:stop[node]]
+                    cat = is_categorical[f] == 1
+                    if general is not None and rows.shape[0] >= tree.serial_partition_rows:
+                        n_left = partition_rows(rows, X_binned, column, cat,
+                                                nodes.split_bin[node], nodes.split_ml[node] == 1,
+                                                missing_bin, nodes.split_bitset[node],
+                                                scratch.left_buffer, scratch.right_buffer)
+                    else:
+                        n_left = partition_rows_serial(rows, X_binned, column, cat,
+                                                       nodes.split_bin[node],
+                                                       nodes.split_ml[node] == 1, missing_bin,
+                                                       nodes.split_bitset[node],
+                                                       scratch.left_buffer, scratch.right_buffer)
                 state.feature[node] = f
                 state.bin_threshold[node] = nodes.split_bin[node]
                 state.missing_left[node] = nodes.split_ml[node]

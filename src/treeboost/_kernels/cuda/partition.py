@@ -6,14 +6,19 @@ count of left rows is returned: exactly the order the CPU kernels leave (the
 partition is a function of the rows and the split alone), so the GPU's children hold
 the CPU's rows in the CPU's order.
 
-Three passes over blocks of ``threads`` rows, each block one row a thread:
-1. each block counts its left rows (``syncthreads_count``);
+Three passes over blocks of ``threads`` threads, each thread a run of
+``rows_per_thread`` consecutive rows (so a block holds ``threads * rows_per_thread``):
+1. each block counts its left rows;
 2. one block scans the block counts in block order: left rows before each block, and
    the total;
-3. each block ranks its rows by a scan of its threads' flags in thread order, and
-   writes each row to its place: left rows at (left before the block + left rank),
-   right rows after all left ones at (right before the block + right rank);
-then the buffer is copied back over the slice. No atomics: the same result every run.
+3. each thread counts its run's left rows again, a scan of the threads' counts in
+   thread order ranks the runs, and each thread writes its run's rows to their places
+   in row order: left rows at (left before the block + left before the run + its left
+   rank in the run), right rows after all left ones likewise;
+then the buffer is copied back over the slice. No atomics: the same result every run,
+whatever the launch shape. One row a thread reads the rows coalesced on a GPU; under
+numba-cuda's simulator, where each GPU thread is a Python thread, runs of rows keep
+the threads few.
 """
 
 import numpy as np
@@ -53,18 +58,37 @@ def _inclusive_scan(shared, t, n_threads):
         d *= 2
 
 
-@cuda.jit
-def _count_left(rows, col, is_categorical, bin_threshold, missing_left, missing_bin, bitset,
-                block_left):
-    i = cuda.grid(1)
-    flag = 0
-    if i < rows.shape[0]:
+@cuda.jit(device=True)
+def _run_left(rows, col, is_categorical, bin_threshold, missing_left, missing_bin, bitset,
+              first, last):
+    """Left rows among rows[first:last] (the thread's run, clipped to the node)."""
+    n_left = int64(0)
+    for i in range(first, last):
         if goes_left(col[rows[i]], is_categorical, bin_threshold, missing_left, missing_bin,
                      bitset):
-            flag = 1
-    c = cuda.syncthreads_count(flag)
-    if cuda.threadIdx.x == 0:
-        block_left[cuda.blockIdx.x] = c
+            n_left += 1
+    return n_left
+
+
+@cuda.jit(device=True)
+def _run(rows_per_thread, n):
+    """This thread's run of rows: [first, last), clipped to the node's n rows."""
+    first = (int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x) * rows_per_thread
+    return min(first, n), min(first + rows_per_thread, n)
+
+
+@cuda.jit
+def _count_left(rows, col, is_categorical, bin_threshold, missing_left, missing_bin, bitset,
+                rows_per_thread, block_left):
+    t = cuda.threadIdx.x
+    first, last = _run(rows_per_thread, rows.shape[0])
+    shared = cuda.shared.array(MAX_THREADS, dtype=int64)
+    shared[t] = _run_left(rows, col, is_categorical, bin_threshold, missing_left,
+                          missing_bin, bitset, first, last)
+    cuda.syncthreads()
+    _inclusive_scan(shared, t, cuda.blockDim.x)
+    if t == cuda.blockDim.x - 1:
+        block_left[cuda.blockIdx.x] = shared[t]
 
 
 @cuda.jit
@@ -92,49 +116,53 @@ def _scan_blocks(block_left, n_blocks, left_before, total):
 
 @cuda.jit
 def _scatter(rows, col, is_categorical, bin_threshold, missing_left, missing_bin, bitset,
-             left_before, total, out):
+             rows_per_thread, left_before, total, out):
     t = cuda.threadIdx.x
     n_threads = cuda.blockDim.x
     c = cuda.blockIdx.x
-    i = c * n_threads + t
-    n = rows.shape[0]
-    flag = 0
-    j = 0
-    if i < n:
+    first, last = _run(rows_per_thread, rows.shape[0])
+    n_left = _run_left(rows, col, is_categorical, bin_threshold, missing_left, missing_bin,
+                       bitset, first, last)
+    shared = cuda.shared.array(MAX_THREADS, dtype=int64)
+    shared[t] = n_left
+    cuda.syncthreads()
+    _inclusive_scan(shared, t, n_threads)
+    left = left_before[c] + shared[t] - n_left  # left rows before this run
+    # right rows before this run: the rows before it less the left ones
+    right = total[0] + first - left
+    for i in range(first, last):
         j = rows[i]
         if goes_left(col[j], is_categorical, bin_threshold, missing_left, missing_bin,
                      bitset):
-            flag = 1
-    shared = cuda.shared.array(MAX_THREADS, dtype=int64)
-    shared[t] = flag
-    cuda.syncthreads()
-    _inclusive_scan(shared, t, n_threads)
-    if i < n:
-        rank = shared[t] - flag  # left rows of this block before row i
-        if flag:
-            out[left_before[c] + rank] = j
+            out[left] = j
+            left += 1
         else:
-            # right rows before this block: its first position less its left rows
-            out[total[0] + (int64(c) * n_threads - left_before[c]) + (t - rank)] = j
+            out[right] = j
+            right += 1
 
 
 @cuda.jit
-def _copy(dst, src):
-    i = cuda.grid(1)
-    if i < src.shape[0]:
+def _copy(dst, src, rows_per_thread):
+    first, last = _run(rows_per_thread, src.shape[0])
+    for i in range(first, last):
         dst[i] = src[i]
 
 
 class PartitionBuffers:
     """Device scratch of ``partition_rows`` for nodes of up to ``n_max`` rows (allocate
-    once per fit)."""
+    once per fit), and the launch shape: ``threads`` a block, each thread a run of
+    ``rows_per_thread`` rows."""
 
-    def __init__(self, n_max, threads=THREADS):
+    def __init__(self, n_max, threads=THREADS, rows_per_thread=1):
         if not 1 <= threads <= MAX_THREADS:
             raise ValueError(f"threads per block: 1 to {MAX_THREADS}, not {threads}")
-        n_blocks = max(1, (n_max + threads - 1) // threads)
+        if rows_per_thread < 1:
+            raise ValueError(f"rows per thread: at least 1, not {rows_per_thread}")
+        per_block = threads * rows_per_thread
+        n_blocks = max(1, (n_max + per_block - 1) // per_block)
         self.n_max = n_max
         self.threads = threads
+        self.rows_per_thread = rows_per_thread
         self.out = cuda.device_array(max(n_max, 1), dtype=np.uint32)
         self.block_left = cuda.device_array(n_blocks, dtype=np.int64)
         self.left_before = cuda.device_array(n_blocks, dtype=np.int64)
@@ -158,15 +186,15 @@ def partition_rows(rows, X_binned, feature, is_categorical, bin_threshold, missi
         buffers = PartitionBuffers(n)
     if n > buffers.n_max:
         raise ValueError(f"a node of {n} rows, buffers for {buffers.n_max}")
-    threads = buffers.threads
-    n_blocks = (n + threads - 1) // threads
+    threads, per_thread = buffers.threads, buffers.rows_per_thread
+    n_blocks = (n + threads * per_thread - 1) // (threads * per_thread)
     col = X_binned[int(feature)]
     args = (bool(is_categorical), int(bin_threshold), bool(missing_left), int(missing_bin),
-            bitset)
+            bitset, int(per_thread))
     _count_left[n_blocks, threads](rows, col, *args, buffers.block_left)
     _scan_blocks[1, threads](buffers.block_left, n_blocks, buffers.left_before,
                              buffers.total)
     out = buffers.out[:n]
     _scatter[n_blocks, threads](rows, col, *args, buffers.left_before, buffers.total, out)
-    _copy[n_blocks, threads](rows, out)
+    _copy[n_blocks, threads](rows, out, int(per_thread))
     return int(buffers.total.copy_to_host()[0])
