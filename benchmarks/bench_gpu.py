@@ -19,7 +19,7 @@ one table and writes it as JSON to ``--out`` (default ``$OUT/bench_gpu.json`` wh
 ``$OUT`` is set, as on the accelerator machine).
 
     python benchmarks/bench_gpu.py                          # on the accelerator machine
-    python benchmarks/bench_gpu.py --sweep                  # + rows per block, threads
+    python benchmarks/bench_gpu.py --sweep                  # + launch shapes
     python benchmarks/bench_gpu.py --sim --rows 2000        # here: numba-cuda's simulator
 
 On the accelerator machine (``../shared/bench/device/README.md``: numba-cuda there),
@@ -52,7 +52,8 @@ def _args():
     parser.add_argument("--quant-bins", type=int, default=4, help="num_grad_quant_bins")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sweep", action="store_true",
-                        help="also time the root passes over rows per block and threads")
+                        help="also time the root passes over launch shapes: threads and "
+                             "rows per block (histograms) or per thread (partition)")
     parser.add_argument("--sim", action="store_true",
                         help="numba-cuda's simulator (NUMBA_ENABLE_CUDASIM=1): a check on "
                              "tiny data where there is no GPU")
@@ -184,8 +185,7 @@ def main():
 
     def gpu_part():
         d_part.copy_to_device(d_all_rows)
-        return gpart.partition_rows(d_part, d_X, split[0], split[1], split[2], split[3],
-                                    split[4], d_bitset, buffers)
+        return gpart.partition_rows(d_part, d_X, *split, d_bitset, buffers)
 
     gpu = {
         "root, float": gpu_hist(d_hist_f, ghist.build_histogram, d_X, None, d_g, d_h,
@@ -245,6 +245,25 @@ def main():
                 sweep.append({**launch, "float_s": f, "packed_s": p})
                 print(f"  threads {threads:>3}, rows per block {str(per_block):>7}:"
                       f"{f * 1e3:>10.2f}{p * 1e3:>10.2f}")
+        print("\nroot partition by launch shape (GPU ms)")
+        expected_rows, expected_left = cpu_out["partition, root"]
+        for threads in (128, 256):
+            for per_thread in (1, 2, 4, 8):
+                shaped = gpart.PartitionBuffers(rows, threads, per_thread)
+
+                def part(shaped=shaped):
+                    d_part.copy_to_device(d_all_rows)
+                    return gpart.partition_rows(d_part, d_X, *split, d_bitset, shaped)
+
+                same = (part() == expected_left
+                        and np.array_equal(d_part.copy_to_host(), expected_rows))
+                if not same:
+                    checks[f"partition {threads} x {per_thread}"] = "DIFFERENT"
+                t = _median_seconds(part, a.repeat, cuda.synchronize)
+                sweep.append({"threads": threads, "rows_per_thread": per_thread,
+                              "partition_s": t, "equal": same})
+                print(f"  threads {threads:>3}, rows per thread {per_thread}:{t * 1e3:>10.2f}"
+                      f"  {'equal' if same else 'DIFFERENT'}")
 
     out = a.out or (os.path.join(os.environ["OUT"], "bench_gpu.json") if os.environ.get("OUT")
                     else None)
