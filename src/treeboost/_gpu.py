@@ -99,7 +99,7 @@ class CUDAHistogramProvider(HistogramProvider):
     """Each node's histogram and partition on the GPU (``_kernels.cuda``).
 
     The binned features go to the GPU once (per provider, that is per fit), each
-    tree's gradients and row indices at its root (``start_tree``); the rows are
+    tree's gradients, feature list and row indices at its root; the rows are
     partitioned on the device node by node and copied back at the tree's end
     (``finish_tree``). Each histogram is built in a device buffer of every bin slot
     (allocated once, zeroed on the device) and copied back into ``request.out``.
@@ -159,6 +159,7 @@ class CUDAHistogramProvider(HistogramProvider):
         ``build`` copies again."""
         self._X = None  # (a weak reference to the host array, its device copy)
         self._derivatives = None  # the current tree's: (gradient or packed, hessian)
+        self._features = None  # the current tree's features
         self._hist = {}  # device histograms by kind (float: False, packed: True)
         self._rows = None  # the current tree's row indices (keeps_rows)
         self._buffers = None  # the partition's scratch, for the largest tree so far
@@ -229,7 +230,9 @@ class CUDAHistogramProvider(HistogramProvider):
             rows = self._rows[request.start:request.stop]
         else:
             rows = cuda.to_device(np.ascontiguousarray(request.rows))
-        features = cuda.to_device(np.ascontiguousarray(request.features))
+        if request.is_root or self._features is None:  # the tree's (colsample_bytree)
+            self._features = cuda.to_device(np.ascontiguousarray(request.features))
+        features = self._features
         n_features = X.shape[0]
         hist = self._hist.get(quant)
         if hist is None:
