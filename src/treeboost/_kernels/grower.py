@@ -382,7 +382,9 @@ def grow_tree(X_binned, gradient, hessian, sample_indices, features, all_rows, f
     # n_nodes (-1 when the tree is done), and the next call goes on from there
     # (grower.grow_data_parallel). With the state's counters[EXTERNAL] set, the calls
     # stop before each dense histogram instead, in the slot the node holds, which the
-    # caller's provider builds (treeboost.histogram_provider): the same stops
+    # caller's provider builds (treeboost.histogram_provider): the same stops; set to
+    # EXTERNAL_PARTITIONS, also before each partition (phase SPLIT: the node's split is
+    # in nodes.split_*, the caller reorders its rows and resumes with counters[N_LEFT])
     # multi: records.MultiOutput for one tree of several outputs (multi_output): its
     # histograms and split search have every output's gradient (dense, numerical, no
     # constraints, float histograms, no resume); None, the default, compiles it out
