@@ -47,6 +47,7 @@ from ._kernels.grower import (
     leaf_sums,
     new_tree,
 )
+from ._kernels.partition import partition_rows_serial
 from ._kernels.provider import build_histogram
 from ._kernels.records import FeatureBins, Resume, Scratch, TreeParams
 
@@ -176,16 +177,6 @@ class HistogramProvider:
         raise NotImplementedError
 
 
-def goes_left(bins: np.ndarray, request: PartitionRequest) -> np.ndarray:
-    """Whether each of ``bins`` (a node's rows' bins of the split's feature) goes left:
-    ``_jit.bin_goes_left`` over an array."""
-    bins = bins.astype(np.int64)
-    if request.is_categorical:
-        return ((request.bitset[bins >> 5] >> (bins & 31).astype(np.uint32)) & 1) == 1
-    return np.where(bins == request.missing_bin, bool(request.missing_left),
-                    bins <= request.bin_threshold)
-
-
 class CPUHistogramProvider(HistogramProvider):
     """The CPU's builders, as the grower calls them in kernel (``_kernels.provider``):
     the in-kernel trees, bit for bit, with a round trip to Python per histogram.
@@ -193,13 +184,14 @@ class CPUHistogramProvider(HistogramProvider):
     Parameters
     ----------
     keep_rows : bool, default=False
-        Keep the tree's rows and partition them here (NumPy's stable partition), as a
-        GPU's provider does on the device: the seam of ``keeps_rows``, on the CPU.
+        Keep the tree's rows and partition them here (with the grower's serial
+        partition kernel), as a GPU's provider does on the device: the seam of
+        ``keeps_rows``, on the CPU.
     """
 
     def __init__(self, keep_rows: bool = False):
         self.keeps_rows = bool(keep_rows)
-        self._rows = None
+        self._rows = self._buffers = None
 
     def build(self, request: HistogramRequest) -> None:
         a = request.args
@@ -211,16 +203,17 @@ class CPUHistogramProvider(HistogramProvider):
 
     def start_tree(self, rows: np.ndarray) -> None:
         self._rows = rows.copy()
+        self._buffers = (np.empty_like(rows), np.empty_like(rows))
 
     def partition(self, request: PartitionRequest) -> int:
-        rows = self._rows[request.start:request.stop]
-        left = goes_left(request.X_binned[request.feature, rows], request)
-        rows[:] = np.concatenate([rows[left], rows[~left]])
-        return int(left.sum())
+        return int(partition_rows_serial(
+            self._rows[request.start:request.stop], request.X_binned, request.feature,
+            request.is_categorical, request.bin_threshold, request.missing_left,
+            request.missing_bin, request.bitset, *self._buffers))
 
     def finish_tree(self, rows: np.ndarray) -> None:
         rows[:] = self._rows
-        self._rows = None
+        self._rows = self._buffers = None
 
 
 def new_external_tree(args: tuple, partitions: bool = False) -> Resume:
