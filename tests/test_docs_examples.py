@@ -141,8 +141,6 @@ def _docs_text() -> str:
 
 
 def _exported_estimators() -> list[str]:
-    from sklearn.base import BaseEstimator
-
     import treeboost
 
     modules = [treeboost]
@@ -156,7 +154,9 @@ def _exported_estimators() -> list[str]:
     for module in modules:
         for name in module.__all__:
             obj = getattr(module, name)
-            if isinstance(obj, type) and issubclass(obj, BaseEstimator):
+            # scikit-learn's estimator protocol (the tree estimators implement it
+            # without inheriting BaseEstimator: _sklearn_api)
+            if isinstance(obj, type) and hasattr(obj, "get_params") and hasattr(obj, "fit"):
                 names.append(name)
     return names
 

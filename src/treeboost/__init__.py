@@ -37,16 +37,13 @@ def __getattr__(name):
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # The imports (scikit-learn, SciPy, pandas, Numba) create some million objects, and
-    # the cyclic garbage collector walked them over and over as they piled up: about
-    # 0.2 s of a 1.35 s `import treeboost`, measured. Collection is paused meanwhile.
+    # The imports (Numba, and scikit-learn, SciPy and pandas for the modules that use
+    # them) create some million objects, and the cyclic garbage collector walked them
+    # over and over as they piled up: about 0.2 s of a 1.35 s `import treeboost` with
+    # scikit-learn, measured. Collection is paused meanwhile.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        # scikit-learn entered through sklearn.base imports ~0.1 s faster (1.25 vs 1.37 s
-        # for `import treeboost`, measured) than through sklearn.utils.validation, which
-        # most of the modules above would otherwise import first
-        importlib.import_module("sklearn.base")
         value = getattr(importlib.import_module(module, __name__), name)
     finally:
         if collecting:

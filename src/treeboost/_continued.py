@@ -25,10 +25,10 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from . import params as _params
 from ._estimator_io import load_model
+from ._sklearn_api import check_is_fitted
 from .constraints import by_index, check_earlier_trees
 from .modes import mode_named
 

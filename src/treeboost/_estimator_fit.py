@@ -12,17 +12,12 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    _num_samples,
-    check_X_y,
-    validate_data,
-)
 
 from . import _continued, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES
+from ._input import plain_matrix, plain_target, plain_weights
+from ._sklearn_api import check_random_state, num_samples
 from ._threads import threads
 from ._validation import check_multi_strategy, check_targets
 from .booster import BoostingParams
@@ -200,15 +195,29 @@ class _EstimatorFit:
         multi = self._scope == "regressor"
         if multi:  # several targets: one clear error naming y
             check_multi_strategy(self.multi_strategy, getattr(self, "alpha", None))
-            y = check_targets(y, _num_samples(X))
+            y = check_targets(y, num_samples(X))
         checks["multi_output"] = multi
         frame = as_pandas(X)
-        if frame is not None:
+        plain = None if frame is not None else plain_matrix(X, ensure_min_samples=2)
+        plain_y = None if plain is None else plain_target(
+            y, plain.shape[0], "biufU" if self._scope == "classifier" else "biuf")
+        if plain_y is not None:
+            # arrays that scikit-learn's checks would pass as they are (_input's notes):
+            # what validate_data records of them, without importing scikit-learn
+            X, y, self.pandas_categories_ = plain, plain_y, {}
+            self.n_features_in_ = X.shape[1]
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        elif frame is not None:
+            from sklearn.utils.validation import check_X_y, validate_data
+
             # names and width from the frame, values from its numeric matrix
             validate_data(self, frame, reset=True, skip_check_array=True)
             X, self.pandas_categories_ = frame_to_array(frame)
             X, y = check_X_y(X, y, estimator=self, **checks)
         else:
+            from sklearn.utils.validation import validate_data
+
             X, y = validate_data(self, X, y, **checks)
             self.pandas_categories_ = {}
         # (multi_output checks leave a 1-D y as given, a strided column perhaps; the
@@ -217,8 +226,13 @@ class _EstimatorFit:
         self.is_categorical_ = categorical_mask(
             self.categorical_features, X.shape[1], getattr(self, "feature_names_in_", None),
             self.pandas_categories_)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                             ensure_non_negative=True)
+        weights = plain_weights(sample_weight, X.shape[0])
+        if weights is None:
+            from sklearn.utils.validation import _check_sample_weight
+
+            weights = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                           ensure_non_negative=True)
+        sample_weight = weights
         sample_weight = self._class_weighted(y, sample_weight)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
@@ -269,7 +283,12 @@ class _EstimatorFit:
                     raise ValueError(f"eval_set[{i}]: X has {Xe.shape[0]} rows but y has "
                                      f"{ye.shape[0]}")
                 we = None if eval_sample_weight is None else eval_sample_weight[i]
-                we = _check_sample_weight(we, Xe, dtype=np.float64)
+                weights = plain_weights(we, Xe.shape[0])
+                if weights is None:
+                    from sklearn.utils.validation import _check_sample_weight
+
+                    weights = _check_sample_weight(we, Xe, dtype=np.float64)
+                we = weights
                 ie = None if eval_init_score is None else eval_init_score[i]
                 if ie is not None:
                     try:

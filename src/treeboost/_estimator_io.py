@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from . import params as _params
+from ._sklearn_api import check_is_fitted
 from .booster import Booster
 from .exceptions import ModelFormatError
 from .losses import CLASSIFICATION_LOSSES

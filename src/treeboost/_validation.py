@@ -35,6 +35,37 @@ def check_numeric_target(y, estimator: str) -> None:
                         "targets; for class labels use TreeBoostClassifier") from None
 
 
+def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Class labels and each row's code: scikit-learn's ``check_classification_targets``
+    and ``LabelEncoder``.
+
+    A 1-D array of integers, booleans, strings or whole floats is encoded here
+    (the classes sorted, as ``np.unique``); anything else goes through
+    scikit-learn's functions, which accept it the same way or refuse it with
+    their messages (a continuous target, several columns).
+
+    Parameters
+    ----------
+    y : ndarray
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of int of shape (n_samples,)
+        Each row's index in ``classes``.
+    """
+    kind = y.dtype.kind
+    if y.ndim == 1 and (kind in "biuU" or kind == "f" and bool(
+            np.isfinite(y).all() and (y == np.trunc(y)).all())):
+        return np.unique(y, return_inverse=True)
+    from sklearn.preprocessing import LabelEncoder
+    from sklearn.utils.multiclass import check_classification_targets
+
+    check_classification_targets(y)
+    encoder = LabelEncoder().fit(y)
+    return encoder.classes_, encoder.transform(y)
+
+
 def check_label_types(y) -> None:
     """Refuse class labels that mix numbers and strings.
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from ._dtypes import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE, readonly
 from ._kernels.binning import map_to_bins
 from ._kernels.sparse import bin_sparse_columns
+from ._sparse import issparse
 
 #: rows sampled to compute quantile edges (LightGBM samples 200,000 as well)
 BIN_SUBSAMPLE = 200_000
@@ -159,6 +159,8 @@ def canonical_sparse(X, fmt: str):
                          "columns at most)")
     indices = X.indices.astype(np.int32, copy=False)
     indptr = X.indptr.astype(np.int64, copy=False)
+    import scipy.sparse as sp  # X is sparse: SciPy is already imported
+
     cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     out = cls((X.data, indices, indptr), shape=X.shape, copy=False)
     # scipy may downcast the index arrays it is given; put ours back
@@ -247,7 +249,7 @@ class BinMapper:
         if n_samples > self.subsample and categories is None:
             sample = np.sort(rng.choice(n_samples, self.subsample, replace=False))
         todo = np.arange(n_features)
-        if sp.issparse(X):
+        if issparse(X):
             X = canonical_sparse(X, "csc")
             fit_feature = self._sparse_feature_fitter(X, categorical, sample)
             # a column without stored values has only zeros: its edges are those of
@@ -341,7 +343,7 @@ class BinMapper:
         both C- and F-contiguous and compile the kernels twice). A SciPy
         sparse ``X`` gives a ``SparseBinned`` of the same shape.
         """
-        if sp.issparse(X):
+        if issparse(X):
             return self._transform_sparse(X)
         X_binned = np.empty((X.shape[1], X.shape[0]), dtype=X_BINNED_DTYPE)
         map_to_bins(readonly(X), self.bin_edges_, self.n_edges_, self.is_categorical_,

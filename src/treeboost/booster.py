@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import params as _params
 from ._distributed_stage import (
@@ -38,6 +37,7 @@ from ._kernels.booster import (
 from ._kernels.splitting import BITSET_WORDS
 from ._logging import log_info
 from ._multi_output_stage import grow_multi_output_stage
+from ._sparse import issparse
 from ._stage_state import _trace_record, _TrainingState
 from .binning import BinMapper, canonical_sparse
 from .callbacks import CallbackList
@@ -838,7 +838,7 @@ class Booster:
 
     def _staged_predict_raw(self, X, stages: list[int]):
         """``staged_predict_raw`` on X checked by ``_check_X`` at checked ``stages``."""
-        if sp.issparse(X):  # once, not at every stage's add_raw
+        if issparse(X):  # once, not at every stage's add_raw
             X = canonical_sparse(X, "csr")
         out = np.repeat(self.init_score[None, :], X.shape[0], axis=0)
         mode, n_stages = self.mode, len(self.trees)

@@ -750,8 +750,7 @@ def _bin_pass(chunks, n: int, source, bin_mapper, binned_path):
 
 def _features(data, reference):
     """(float matrix or CSC matrix, column names or None, pandas categories) of ``data``."""
-    import scipy.sparse as sp
-
+    from ._sparse import issparse
     from .binning import canonical_sparse
 
     known = None if reference is None else reference.pandas_categories
@@ -762,7 +761,7 @@ def _features(data, reference):
         return data, [str(c) for c in frame.columns], categories
     if known:
         check_no_categories(data, known, reference.feature_names)
-    if sp.issparse(data):  # binning reads columns: convert once for fit and transform
+    if issparse(data):  # binning reads columns: convert once for fit and transform
         return canonical_sparse(data, "csc"), None, {}
     data = np.asarray(data)
     if data.dtype not in (np.float64, np.float32):

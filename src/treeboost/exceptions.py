@@ -1,14 +1,37 @@
-"""Exceptions raised by treeboost, all subclasses of the built-in ones users catch."""
+"""Exceptions raised by treeboost, all subclasses of the built-in ones users catch.
 
-from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+``NotFittedError`` also subclasses scikit-learn's, so that code catching
+scikit-learn's catches treeboost's. It is made on first use (a module
+``__getattr__``, PEP 562): importing scikit-learn to define it would cost every
+``import treeboost`` about a second, and the error is raised only on a misuse.
+"""
 
 
 class TreeboostError(Exception):
     """Base class of every treeboost-specific error."""
 
 
-class NotFittedError(_SklearnNotFittedError, TreeboostError):
-    """A model was used before ``fit``; also a scikit-learn ``NotFittedError``."""
+def _not_fitted_error() -> type:
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+
+    class NotFittedError(SklearnNotFittedError, TreeboostError):
+        """A model was used before ``fit``; also a scikit-learn ``NotFittedError``."""
+
+    NotFittedError.__module__, NotFittedError.__qualname__ = __name__, "NotFittedError"
+    return NotFittedError
+
+
+def __getattr__(name):
+    """Define ``NotFittedError`` on first use (it subclasses scikit-learn's)."""
+    if name != "NotFittedError":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    cls = globals()["NotFittedError"] = _not_fitted_error()
+    return cls
+
+
+def __dir__():
+    """The module's names, ``NotFittedError`` included before its first use."""
+    return sorted(set(globals()) | {"NotFittedError"})
 
 
 class DataError(ValueError, TreeboostError):

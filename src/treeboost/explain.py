@@ -13,10 +13,10 @@ hessians (log-loss) and weighted rows.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._dtypes import MISSING_BIN, X_DTYPE
 from ._kernels.treeshap import tree_shap, tree_shap_interactions
+from ._sparse import issparse
 from ._threads import threads
 from .predictor import PackedTrees, ranged_booster
 from .tree import Tree
@@ -64,7 +64,7 @@ class _Walk:
     model order (stage-major) with their outputs, packed, and their covers."""
 
     def __init__(self, booster, X):
-        if sp.issparse(X):  # the walk reads every feature of a row: densify (zeros stay 0)
+        if issparse(X):  # the walk reads every feature of a row: densify (zeros stay 0)
             X = X.toarray()
         self.X = np.ascontiguousarray(X, dtype=X_DTYPE)  # one signature for every dtype
         self.booster = booster

@@ -12,11 +12,11 @@ import numbers
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from ._dtypes import MISSING_BIN, NODE_DTYPE, SPLIT_RECORD_DTYPE, SUM_DTYPE, X_DTYPE, readonly
 from ._kernels.predict import predict_raw, predict_raw_numerical
 from ._kernels.sparse import predict_raw_csr
+from ._sparse import issparse
 from .binning import canonical_sparse
 from .tree import TREE_FIELDS, Tree
 
@@ -123,7 +123,7 @@ class PackedTrees:
         """
         if not self.tree_roots.size:
             return out
-        if sp.issparse(X):
+        if issparse(X):
             X = canonical_sparse(X, "csr")
             predict_raw_csr(readonly(X.indptr), readonly(X.indices), readonly(X.data),
                             self.feature, self.threshold, self.missing_left, self.left,
@@ -153,7 +153,7 @@ class PackedTrees:
         out = np.empty((X.shape[0], n_trees), dtype=NODE_DTYPE)
         if not out.size:
             return out
-        if sp.issparse(X):
+        if issparse(X):
             X = canonical_sparse(X, "csr")
         node_ids, leaf_ids = self._node_ids()
         columns = np.arange(n_trees, dtype=NODE_DTYPE)
@@ -163,7 +163,7 @@ class PackedTrees:
         for a in range(0, X.shape[0], block):
             rows = X[a:a + block]
             ids = np.zeros((rows.shape[0], n_trees), dtype=SUM_DTYPE)
-            if sp.issparse(rows):
+            if issparse(rows):
                 predict_raw_csr(readonly(rows.indptr), readonly(rows.indices),
                                 readonly(rows.data), self.feature, self.threshold,
                                 self.missing_left, self.left, self.right, node_ids,

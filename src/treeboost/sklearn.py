@@ -12,16 +12,13 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from . import _estimator_io, _validation
 from . import params as _params
 from ._dtypes import Y_DTYPE
 from ._estimator_fit import _EstimatorFit
 from ._input import check_predict_X
+from ._sklearn_api import ClassifierAPI, EstimatorAPI, RegressorAPI, check_is_fitted, num_samples
 from ._threads import threads
 from .booster import Booster
 from .dataset import group_offsets as dataset_group_offsets
@@ -72,7 +69,7 @@ def _predict_options_doc(method):
     return method
 
 
-class _TreeBoostBase(_EstimatorFit, BaseEstimator):
+class _TreeBoostBase(_EstimatorFit, EstimatorAPI):
     """Shared fit (``_EstimatorFit``) and predict machinery; subclasses handle the targets."""
 
     _scope = "regressor"
@@ -254,7 +251,7 @@ class _TreeBoostBase(_EstimatorFit, BaseEstimator):
 
 
 @_estimator_io.register
-class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
+class TreeBoostRegressor(RegressorAPI, _TreeBoostBase):
     _scope = "regressor"
 
     __init__ = _params.make_init("regressor")
@@ -414,7 +411,7 @@ class TreeBoostRegressor(RegressorMixin, _TreeBoostBase):
 
 
 @_estimator_io.register
-class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
+class TreeBoostClassifier(ClassifierAPI, _TreeBoostBase):
     _scope = "classifier"
 
     __init__ = _params.make_init("classifier")
@@ -438,14 +435,12 @@ class TreeBoostClassifier(ClassifierMixin, _TreeBoostBase):
         y = np.asarray(y)
         if y.dtype.kind == "O" and any(v is None or v != v for v in y.tolist()):
             raise ValueError("y contains missing class labels (None or NaN)")
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
+        self.classes_, codes = _validation.encode_labels(y)
         self.n_classes_ = len(self.classes_)
         if self.n_classes_ < 2:
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
                              f"the data; got 1 class ({self.classes_[0]!r})")
-        return encoder.transform(y).astype(Y_DTYPE)
+        return codes.astype(Y_DTYPE)
 
     def _encode_eval_target(self, y):
         y = y.ravel()
@@ -675,7 +670,7 @@ class TreeBoostRanker(_TreeBoostBase):
         ``random_state``).
         """
         callbacks = self._check_fit_params(callbacks)
-        sizes = _query_sizes(group, qid, _num_samples(X), "group/qid")
+        sizes = _query_sizes(group, qid, num_samples(X), "group/qid")
         eval_groups = self._eval_groups(eval_set, eval_group, eval_qid)
         sample_weight, sizes = _row_query_weights(sample_weight, sizes, "sample_weight")
         if eval_sample_weight is not None:
@@ -711,7 +706,7 @@ class TreeBoostRanker(_TreeBoostBase):
         for i, (pair, entry) in enumerate(zip(eval_set, given, strict=True)):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ValueError("eval_set must be a list of (X, y) pairs")
-            rows = _num_samples(pair[0])
+            rows = num_samples(pair[0])
             sizes.append(_query_sizes(entry if eval_qid is None else None,
                                       entry if eval_qid is not None else None, rows,
                                       f"{name}[{i}]"))

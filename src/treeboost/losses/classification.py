@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, log_softmax, logsumexp, softmax
 
 from .._kernels import losses as k
 from .._plan import PARALLEL_SHIFT_SCORES
@@ -56,6 +55,8 @@ class BinaryLogLoss(Loss):
 
     def inverse_link(self, raw):
         """Probability of the positive class."""
+        from scipy.special import expit  # on use: SciPy's import is slow
+
         return expit(raw[0])
 
 
@@ -97,6 +98,8 @@ class ExponentialLoss(Loss):
 
     def inverse_link(self, raw):
         """Probability of the positive class, sigmoid(2F)."""
+        from scipy.special import expit  # on use: SciPy's import is slow
+
         return expit(2.0 * raw[0])
 
 
@@ -134,6 +137,8 @@ class SoftmaxLogLoss(Loss):
 
     def pointwise(self, y, raw):
         """-log softmax(F)_y for each row."""
+        from scipy.special import log_softmax  # on use: SciPy's import is slow
+
         logp = log_softmax(raw, axis=0)
         return -logp[y.astype(np.intp), np.arange(y.size)]
 
@@ -171,10 +176,14 @@ class SoftmaxLogLoss(Loss):
 
     def inverse_link(self, raw):
         """Class probabilities, shape (n_samples, n_classes)."""
+        from scipy.special import softmax  # on use: SciPy's import is slow
+
         return softmax(raw, axis=0).T
 
     def __call__(self, y, raw, sample_weight=None):
         """Weighted mean multinomial log-loss."""
+        from scipy.special import logsumexp  # on use: SciPy's import is slow
+
         lse = logsumexp(raw, axis=0)
         values = lse - raw[y.astype(np.intp), np.arange(y.size)]
         return float(np.average(values, weights=sample_weight))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
 
 from .base import Loss, check_hessian
 from .formula import Formula
@@ -134,4 +133,6 @@ class CallableLoss(Loss):
 
     def inverse_link(self, raw):
         """f for a regressor, sigmoid(f) for the classifier."""
+        from scipy.special import expit  # on use: SciPy's import is slow
+
         return expit(raw[0]) if self.link == "logit" else raw[0]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
 
 from .base import Loss, argmin_constant, check_hessian, newton_leaf_value
 
@@ -380,6 +379,8 @@ class FormulaLoss(Loss):
     def inverse_link(self, raw):
         """f, exp(f) or sigmoid(f) by the link."""
         if self.link == "logit":
+            from scipy.special import expit  # on use: SciPy's import is slow
+
             return expit(raw[0])
         return super().inverse_link(raw)
 
