@@ -28,7 +28,7 @@ from treeboost.exceptions import NotFittedError, TreeboostError
 FAST = dict(n_estimators=5, max_leaf_nodes=4)
 
 
-def test_fit_and_predict_on_arrays_import_no_sklearn():
+def test_fit_train_and_predict_on_arrays_import_no_sklearn():
     code = """
 import json, sys
 import numpy as np
@@ -40,6 +40,9 @@ y = (X[:, 0] > 0).astype(int)
 clf = TreeBoostClassifier(n_estimators=5, random_state=0).fit(X, y, sample_weight=np.ones(300))
 clf.predict(X)
 TreeBoostRegressor(n_estimators=5).fit(X.astype(np.float32), X[:, 0]).predict(X)
+import treeboost
+booster = treeboost.train({"loss": "log_loss", "n_estimators": 5}, treeboost.Dataset(X, y))
+booster.predict_raw(X)
 print(json.dumps(sorted(m for m in sys.modules
                         if m.split(".")[0] in ("sklearn", "pandas") or m == "scipy.special"
                         or m == "scipy.sparse")))
