@@ -246,3 +246,14 @@ def test_metadata_routing_sends_sample_weight():
     with pytest.raises(TypeError, match="Unexpected args"):
         with sklearn.config_context(enable_metadata_routing=True):
             TreeBoostRegressor().set_fit_request(weights=True)
+
+
+def test_a_notebook_shows_sklearn_s_diagram():
+    import sklearn
+
+    bundle = TreeBoostClassifier(n_estimators=7)._repr_mimebundle_()
+    assert bundle["text/plain"] == "TreeBoostClassifier(n_estimators=7)"
+    assert "TreeBoostClassifier" in bundle["text/html"]
+    assert "n_estimators" in bundle["text/html"]
+    with sklearn.config_context(display="text"):
+        assert set(TreeBoostClassifier()._repr_mimebundle_()) == {"text/plain"}

@@ -248,6 +248,17 @@ class EstimatorAPI:
         return "\n".join(textwrap.wrap(text, width=79, subsequent_indent=" " * (len(name) + 1),
                                        break_long_words=False, break_on_hyphens=False))
 
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        """A notebook's view: the repr, and scikit-learn's HTML diagram where its
+        ``display`` setting asks for one (scikit-learn is imported then, on display)."""
+        from sklearn import get_config
+        from sklearn.utils import estimator_html_repr
+
+        output = {"text/plain": repr(self)}
+        if get_config()["display"] == "diagram":
+            output["text/html"] = estimator_html_repr(self)
+        return output
+
     def __sklearn_tags__(self):
         """scikit-learn's tags of a plain estimator (``BaseEstimator``'s defaults).
 
