@@ -51,6 +51,46 @@ print(json.dumps(sorted(m for m in sys.modules
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
+def test_fit_and_predict_on_a_frame_import_no_sklearn():
+    pytest.importorskip("pandas")
+    code = """
+import json, sys
+import numpy as np
+import pandas as pd
+from treeboost import TreeBoostClassifier
+rng = np.random.default_rng(0)
+X = pd.DataFrame({"a": rng.normal(size=300), "b": rng.integers(0, 5, size=300),
+                  "c": pd.Categorical(rng.choice(list("xyz"), size=300))})
+y = pd.Series(X["a"] > 0)
+clf = TreeBoostClassifier(n_estimators=5).fit(X, y)
+clf.predict(X)
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "sklearn")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_fit_on_a_frame_records_what_sklearn_records():
+    pd = pytest.importorskip("pandas")
+    from sklearn.utils.validation import _get_feature_names
+
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"a": rng.normal(size=120), "b": rng.integers(0, 4, size=120),
+                      "c": pd.Categorical(rng.choice(list("xyz"), size=120))})
+    y = pd.Series(X["a"] + (X["c"] == "y") + rng.normal(scale=0.1, size=120))
+    est = TreeBoostRegressor(**FAST).fit(X, y)
+    np.testing.assert_array_equal(est.feature_names_in_, _get_feature_names(X))
+    assert est.feature_names_in_.dtype == object
+    assert est.n_features_in_ == 3
+    assert est.pandas_categories_ == {2: ["x", "y", "z"]}
+    # the same model as the frame read through scikit-learn's checks (a nullable y)
+    slow = TreeBoostRegressor(**FAST).fit(X, y.astype("Float64"))
+    np.testing.assert_array_equal(est.predict(X), slow.predict(X))
+    np.testing.assert_array_equal(slow.feature_names_in_, est.feature_names_in_)
+    with pytest.raises(TypeError, match="Feature names are only supported if all"):
+        TreeBoostRegressor(**FAST).fit(X.set_axis(["a", 1, "c"], axis=1), y)
+
+
 _MATRICES = {
     "float64": np.arange(12.0).reshape(4, 3),
     "float32": np.arange(12.0, dtype=np.float32).reshape(4, 3),

@@ -16,7 +16,7 @@ import numpy as np
 from . import _continued, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES
-from ._input import plain_matrix, plain_target, plain_weights
+from ._input import frame_feature_names, plain_matrix, plain_target, plain_weights, series_values
 from ._sklearn_api import check_random_state, num_samples
 from ._threads import threads
 from ._validation import check_multi_strategy, check_targets
@@ -191,22 +191,32 @@ class _EstimatorFit:
         checks = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
                       accept_sparse=("csr", "csc"), y_numeric=self._scope != "classifier",
                       ensure_min_samples=2)
-        self._check_label_types(y)
+        self._check_label_types(series_values(y))
         multi = self._scope == "regressor"
         if multi:  # several targets: one clear error naming y
             check_multi_strategy(self.multi_strategy, getattr(self, "alpha", None))
             y = check_targets(y, num_samples(X))
         checks["multi_output"] = multi
         frame = as_pandas(X)
-        plain = None if frame is not None else plain_matrix(X, ensure_min_samples=2)
+        names, categories = None, {}
+        if frame is not None:
+            # scikit-learn's rule for a frame's names (it raises for mixed types, as
+            # validate_data would), and the frame's numeric matrix
+            names = frame_feature_names(frame)
+            matrix, categories = frame_to_array(frame)
+            plain = plain_matrix(matrix, ensure_min_samples=2)
+        else:
+            plain = plain_matrix(X, ensure_min_samples=2)
         plain_y = None if plain is None else plain_target(
-            y, plain.shape[0], "biufU" if self._scope == "classifier" else "biuf")
+            series_values(y), plain.shape[0], "biufU" if self._scope == "classifier" else "biuf")
         if plain_y is not None:
             # arrays that scikit-learn's checks would pass as they are (_input's notes):
             # what validate_data records of them, without importing scikit-learn
-            X, y, self.pandas_categories_ = plain, plain_y, {}
+            X, y, self.pandas_categories_ = plain, plain_y, categories
             self.n_features_in_ = X.shape[1]
-            if hasattr(self, "feature_names_in_"):
+            if names is not None:
+                self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
         elif frame is not None:
             from sklearn.utils.validation import check_X_y, validate_data

@@ -68,9 +68,13 @@ def plain_matrix(X, ensure_min_samples: int = 1):
         return None
     if X.shape[0] < max(ensure_min_samples, 1) or X.shape[1] < 1:
         return None
-    # one sum first: a finite sum means no NaN and no infinity anywhere
-    if X.dtype.kind == "f" and not np.isfinite(X.sum()) and np.isinf(X).any():
-        return None
+    # one sum first: a finite sum means no NaN and no infinity anywhere (a sum of huge
+    # finite values may overflow: then the full check decides, without a warning)
+    if X.dtype.kind == "f":
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = X.sum()
+        if not np.isfinite(total) and np.isinf(X).any():
+            return None
     dtype = X.dtype if X.dtype in X_DTYPES else X_DTYPES[0]
     return np.ascontiguousarray(X, dtype=dtype)
 
@@ -99,6 +103,26 @@ def plain_target(y, n_samples: int, kinds: str = "biuf"):
         return None
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         return None
+    return y
+
+
+def series_values(y):
+    """A pandas Series' values as a NumPy array where its dtype is NumPy's; else y as given.
+
+    Parameters
+    ----------
+    y : object
+
+    Returns
+    -------
+    ndarray or object
+        ``y.to_numpy()`` for a pandas Series of a NumPy dtype (what scikit-learn's
+        checks read of it); any other y unchanged (extension dtypes, nullable
+        integers, categories: scikit-learn's checks read those).
+    """
+    if type(y).__module__.split(".")[0] == "pandas" and getattr(y, "ndim", 0) == 1 \
+            and isinstance(getattr(y, "dtype", None), np.dtype):
+        return y.to_numpy()
     return y
 
 
@@ -248,8 +272,9 @@ def check_predict_X(X, *, n_features: int, feature_names=None, pandas_categories
         _check_width(frame.shape[1], n_features, owner)
         # categorical columns coded by label against the training categories
         X, _ = frame_to_array(frame, categories)
-        return check_array(X, estimator=owner, ensure_min_samples=ensure_min_samples,
-                           **_ARRAY_CHECKS)
+        plain = plain_matrix(X, ensure_min_samples)
+        return plain if plain is not None else check_array(
+            X, estimator=owner, ensure_min_samples=ensure_min_samples, **_ARRAY_CHECKS)
     check_no_categories(X, categories, names)
     _check_names(None, names, owner, warn_names)
     plain = plain_matrix(X, ensure_min_samples)

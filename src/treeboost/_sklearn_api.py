@@ -101,8 +101,11 @@ def num_samples(x) -> int:
     -------
     int
     """
-    if type(x) is np.ndarray and x.ndim > 0:
-        return x.shape[0]
+    shape = getattr(x, "shape", None)
+    # arrays and frames: their first dimension (scikit-learn's answer for them)
+    if isinstance(shape, tuple) and shape and isinstance(shape[0], numbers.Integral) \
+            and not callable(getattr(x, "fit", None)):
+        return shape[0]
     from sklearn.utils.validation import _num_samples
 
     return _num_samples(x)
