@@ -297,3 +297,33 @@ def test_a_notebook_shows_sklearn_s_diagram():
     assert "n_estimators" in bundle["text/html"]
     with sklearn.config_context(display="text"):
         assert set(TreeBoostClassifier()._repr_mimebundle_()) == {"text/plain"}
+
+
+def test_scikit_learn_s_meta_estimators_and_inspection_take_them():
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import StackingClassifier, VotingRegressor
+    from sklearn.inspection import partial_dependence, permutation_importance
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    stack = StackingClassifier([("tb", TreeBoostClassifier(**FAST))],
+                               final_estimator=LogisticRegression()).fit(X, y)
+    assert stack.predict_proba(X).shape == (200, 2)
+    calibrated = CalibratedClassifierCV(TreeBoostClassifier(**FAST), cv=3).fit(X, y)
+    assert calibrated.score(X, y) > 0.8
+    search = GridSearchCV(make_pipeline(StandardScaler(), TreeBoostClassifier(**FAST)),
+                          {"treeboostclassifier__learning_rate": [0.1, 0.3]}, cv=2).fit(X, y)
+    assert search.best_params_["treeboostclassifier__learning_rate"] in (0.1, 0.3)
+    reg = TreeBoostRegressor(**FAST).fit(X, X[:, 0])
+    vote = VotingRegressor([("tb", TreeBoostRegressor(**FAST)),
+                            ("lin", LinearRegression())]).fit(X, X[:, 0])
+    assert vote.score(X, X[:, 0]) > 0.8
+    importances = permutation_importance(reg, X, X[:, 0], n_repeats=2, random_state=0)
+    assert importances.importances_mean.argmax() == 0
+    averaged = partial_dependence(reg, X, [0], kind="average")["average"][0]
+    assert averaged[-1] > averaged[0]  # y rises with feature 0
