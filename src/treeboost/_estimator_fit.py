@@ -16,7 +16,7 @@ import numpy as np
 from . import _continued, _validation
 from . import params as _params
 from ._dtypes import X_DTYPES
-from ._input import frame_feature_names, plain_matrix, plain_target, plain_weights, series_values
+from ._input import checked_weights, frame_feature_names, plain_matrix, plain_target, series_values
 from ._sklearn_api import check_random_state, num_samples
 from ._threads import threads
 from ._validation import check_multi_strategy, check_targets
@@ -223,8 +223,8 @@ class _EstimatorFit:
 
             # names and width from the frame, values from its numeric matrix
             validate_data(self, frame, reset=True, skip_check_array=True)
-            X, self.pandas_categories_ = frame_to_array(frame)
-            X, y = check_X_y(X, y, estimator=self, **checks)
+            X, y = check_X_y(matrix, y, estimator=self, **checks)
+            self.pandas_categories_ = categories
         else:
             from sklearn.utils.validation import validate_data
 
@@ -236,13 +236,7 @@ class _EstimatorFit:
         self.is_categorical_ = categorical_mask(
             self.categorical_features, X.shape[1], getattr(self, "feature_names_in_", None),
             self.pandas_categories_)
-        weights = plain_weights(sample_weight, X.shape[0])
-        if weights is None:
-            from sklearn.utils.validation import _check_sample_weight
-
-            weights = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                           ensure_non_negative=True)
-        sample_weight = weights
+        sample_weight = checked_weights(sample_weight, X, ensure_non_negative=True)
         sample_weight = self._class_weighted(y, sample_weight)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
@@ -293,12 +287,7 @@ class _EstimatorFit:
                     raise ValueError(f"eval_set[{i}]: X has {Xe.shape[0]} rows but y has "
                                      f"{ye.shape[0]}")
                 we = None if eval_sample_weight is None else eval_sample_weight[i]
-                weights = plain_weights(we, Xe.shape[0])
-                if weights is None:
-                    from sklearn.utils.validation import _check_sample_weight
-
-                    weights = _check_sample_weight(we, Xe, dtype=np.float64)
-                we = weights
+                we = checked_weights(we, Xe)
                 ie = None if eval_init_score is None else eval_init_score[i]
                 if ie is not None:
                     try:

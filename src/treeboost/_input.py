@@ -13,9 +13,10 @@ checks match.
 The common case, a plain 2-D NumPy array of numbers, is checked here
 (``plain_matrix``; ``plain_target`` and ``plain_weights`` for the estimators'
 targets and weights); anything else, and anything these would refuse, goes to
-scikit-learn's ``check_array``, imported then, which converts it or refuses it
-with its messages. So a fit and a prediction on arrays never import
-scikit-learn (about 1.2 s), and every other input is read as before.
+scikit-learn's ``check_array`` (or its target and weight checks), imported then,
+which converts it or refuses it with its messages. So a fit and a prediction on
+arrays never import scikit-learn (about 1.2 s), and every other input is read as
+before.
 
 ``check_stage_count`` and ``check_stages`` check the stage counts of
 ``predict_raw(n_stages=)``, ``truncate`` and ``staged_predict_raw(stages=)``.
@@ -37,13 +38,6 @@ from .dataset import as_pandas, check_no_categories, frame_to_array
 #: sparse layouts the kernels read
 _ARRAY_CHECKS = dict(dtype=X_DTYPES, order="C", ensure_all_finite="allow-nan",
                      accept_sparse=("csr", "csc"), input_name="X")
-
-
-def check_array(X, **checks):
-    """scikit-learn's ``check_array`` (imported on first use: see the module's notes)."""
-    from sklearn.utils.validation import check_array as sklearn_check_array
-
-    return sklearn_check_array(X, **checks)
 
 
 def plain_matrix(X, ensure_min_samples: int = 1):
@@ -152,6 +146,42 @@ def plain_weights(sample_weight, n_samples: int):
     if not (np.isfinite(weights).all() and weights.min() >= 0 and weights.any()):
         return None
     return weights
+
+
+def _checked_matrix(X, owner: str, ensure_min_samples: int):
+    """``plain_matrix``'s answer, else scikit-learn's ``check_array`` (imported then)."""
+    plain = plain_matrix(X, ensure_min_samples)
+    if plain is not None:
+        return plain
+    from sklearn.utils.validation import check_array
+
+    return check_array(X, estimator=owner, ensure_min_samples=ensure_min_samples,
+                       **_ARRAY_CHECKS)
+
+
+def checked_weights(sample_weight, X, ensure_non_negative: bool = False):
+    """``plain_weights``'s answer, else scikit-learn's ``_check_sample_weight`` (imported
+    then), float64.
+
+    Parameters
+    ----------
+    sample_weight : None, scalar or array-like
+    X : ndarray or sparse matrix
+        The checked rows the weights belong to.
+    ensure_non_negative : bool, default=False
+        Refuse negative weights (training; evaluation sets take them).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_samples,)
+    """
+    weights = plain_weights(sample_weight, X.shape[0])
+    if weights is not None:
+        return weights
+    from sklearn.utils.validation import _check_sample_weight
+
+    return _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                ensure_non_negative=ensure_non_negative)
 
 
 def frame_feature_names(frame) -> list[str] | None:
@@ -272,14 +302,10 @@ def check_predict_X(X, *, n_features: int, feature_names=None, pandas_categories
         _check_width(frame.shape[1], n_features, owner)
         # categorical columns coded by label against the training categories
         X, _ = frame_to_array(frame, categories)
-        plain = plain_matrix(X, ensure_min_samples)
-        return plain if plain is not None else check_array(
-            X, estimator=owner, ensure_min_samples=ensure_min_samples, **_ARRAY_CHECKS)
+        return _checked_matrix(X, owner, ensure_min_samples)
     check_no_categories(X, categories, names)
     _check_names(None, names, owner, warn_names)
-    plain = plain_matrix(X, ensure_min_samples)
-    X = plain if plain is not None else check_array(
-        X, estimator=owner, ensure_min_samples=ensure_min_samples, **_ARRAY_CHECKS)
+    X = _checked_matrix(X, owner, ensure_min_samples)
     _check_width(X.shape[1], n_features, owner)
     return X
 
