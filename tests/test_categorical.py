@@ -55,6 +55,52 @@ def test_few_categories_split_one_against_the_rest():
     assert len(left_categories(model.booster_.trees[0][0])) == 1
 
 
+@pytest.fixture(scope="module")
+def ordinal_frame():
+    # an ordinal column (declared levels) whose effect is a step between levels 2 and 3
+    rng = np.random.default_rng(3)
+    levels = ["none", "low", "mid", "high", "top", "max"]
+    code = rng.integers(0, 6, 3000)
+    X = pd.DataFrame({"level": pd.Categorical.from_codes(code, levels),
+                      "noise": rng.normal(size=code.size)})
+    return X, (code >= 3).astype(int)
+
+
+def test_ordered_splits_take_a_prefix_of_the_declared_order(ordinal_frame):
+    """One stump: the code-order prefix {none, low, mid} separates the classes, which no
+    single level against the rest (6 <= the classifier's max_cat_to_onehot) can."""
+    X, y = ordinal_frame
+    kw = dict(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2)
+    ordered = TreeBoostClassifier(**kw).fit(X, y)
+    tree = ordered.booster_.trees[0][0]
+    assert tree.feature[0] == 0
+    assert tree.is_categorical[0] == 1
+    assert left_categories(tree) == {0, 1, 2}
+    assert ordered.score(X, y) == 1.0
+    plain = TreeBoostClassifier(cat_ordered_splits=False, **kw).fit(X, y)
+    assert len(left_categories(plain.booster_.trees[0][0])) == 1
+    assert plain.score(X, y) < 0.85
+
+
+def test_ordered_splits_follow_the_category_order_not_the_labels(ordinal_frame):
+    """Reordering the categories (the same labels) moves the prefixes with them: the
+    reversed order splits at the same place, the shuffled one cannot in one step."""
+    X, y = ordinal_frame
+    kw = dict(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2)
+    levels = list(X["level"].cat.categories)
+    reversed_ = X.assign(level=X["level"].cat.reorder_categories(levels[::-1]))
+    assert TreeBoostClassifier(**kw).fit(reversed_, y).score(reversed_, y) == 1.0
+    shuffled = X.assign(level=X["level"].cat.reorder_categories(
+        ["none", "high", "low", "top", "mid", "max"]))
+    assert TreeBoostClassifier(**kw).fit(shuffled, y).score(shuffled, y) < 0.85
+
+
+def test_cat_ordered_splits_must_be_a_bool(ordinal_frame):
+    X, y = ordinal_frame
+    with pytest.raises((TypeError, ValueError), match="cat_ordered_splits"):
+        TreeBoostClassifier(cat_ordered_splits="yes").fit(X, y)
+
+
 @pytest.mark.parametrize("spec", [[0], ["c"], [True, False], "from_dtype"])
 def test_categorical_feature_specifications(spec):
     rng = np.random.default_rng(2)

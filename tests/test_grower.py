@@ -367,10 +367,11 @@ def mixed_data(seed=15, n_samples=4000):
 
 
 CAT_PARAMS = [{}, {"cat_l2": 1.0, "cat_smooth": 1.0, "max_cat_threshold": 4,
-                   "max_cat_to_onehot": 6, "reg_lambda": 0.5}]
+                   "max_cat_to_onehot": 6, "reg_lambda": 0.5},
+              {"cat_ordered_splits": False}]
 
 
-@pytest.mark.parametrize("cat_params", CAT_PARAMS, ids=["defaults", "custom"])
+@pytest.mark.parametrize("cat_params", CAT_PARAMS, ids=["defaults", "custom", "unordered"])
 def test_categorical_splits_are_the_twin_best_of_their_node(cat_params):
     X, g, h, is_categorical = mixed_data()
     params = {"min_samples_leaf": 10, "min_child_weight": 1.0, **cat_params}
@@ -381,6 +382,7 @@ def test_categorical_splits_are_the_twin_best_of_their_node(cat_params):
                                       "min_child_weight")}
     categorical = {k: full[k] for k in ("cat_l2", "cat_smooth", "max_cat_threshold",
                                         "max_cat_to_onehot")}
+    categorical["ordered"] = full["cat_ordered_splits"]
     used = set()
     for node, rows in node_rows(tree, sample_indices).items():
         if tree.left[node] < 0:
