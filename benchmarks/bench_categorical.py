@@ -7,12 +7,16 @@ mean test accuracy over the folds and total fit time. Prints a Markdown table.
 One 80/20 split is too noisy on these small datasets to rank encodings.
 
     python benchmarks/bench_categorical.py [--n-estimators 100] [--folds 5] [--datasets car]
+
+``--tb-params JSON`` lays treeboost parameters over these (a change to compare, run
+beside a run without it); ``--native-only`` skips the one-hot and LightGBM fits.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import time
 from pathlib import Path
 
@@ -44,18 +48,21 @@ def run(name, path, target, args):
     else:  # a class with one row cannot be stratified
         folds = list(KFold(args.folds, shuffle=True, random_state=0).split(X))
     params = dict(n_estimators=args.n_estimators, learning_rate=0.1, max_leaf_nodes=31,
-                  min_samples_leaf=args.min_leaf, random_state=0)
+                  min_samples_leaf=args.min_leaf, random_state=0, **args.tb_params)
     row = {"dataset": name, "rows": len(y), "categorical": int((X.dtypes == "category").sum())}
     Xo = one_hot(X)
     try:
         import lightgbm as lgb
     except ImportError:
         lgb = None
+    if args.native_only:
+        lgb = None
     acc = {"native": [], "onehot": [], "lgb": []}
     secs = dict.fromkeys(acc, 0.0)
     for idx_tr, idx_te in folds:
-        fits = {"native": (TreeBoostClassifier(**params), X),
-                "onehot": (TreeBoostClassifier(**params), Xo)}
+        fits = {"native": (TreeBoostClassifier(**params), X)}
+        if not args.native_only:
+            fits["onehot"] = (TreeBoostClassifier(**params), Xo)
         if lgb is not None:
             fits["lgb"] = (lgb.LGBMClassifier(
                 n_estimators=args.n_estimators, learning_rate=0.1, num_leaves=31,
@@ -79,6 +86,10 @@ def main(argv=None):
     ap.add_argument("--min-leaf", type=int, default=5)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--datasets", default=None, help="comma-separated names (default: all)")
+    ap.add_argument("--tb-params", type=json.loads, default={},
+                    help="JSON object of treeboost parameters laid over the defaults")
+    ap.add_argument("--native-only", action="store_true",
+                    help="only treeboost's native categorical fits")
     args = ap.parse_args(argv)
     with open(DATA / "MANIFEST.tsv", newline="") as fh:
         rows = [r for r in csv.DictReader(fh, delimiter="\t")

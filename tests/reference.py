@@ -224,7 +224,7 @@ def exhaustive_categorical(hist_f, n_bins_non_missing, sum_g, sum_h, count,
 
 def categorical_candidates(hist_f, n_bins_non_missing, sum_g, sum_h, count, *,
                            cat_smooth=10.0, max_cat_threshold=32, max_cat_to_onehot=4,
-                           ordered=False, **params):
+                           max_cat_ordered=0, **params):
     """Left sets the documented scan tries, in scan order: [(left bins, gain, gl, hl, cl)].
 
     With m categories present (the missing bin counted): m <= max_cat_to_onehot tries
@@ -233,9 +233,10 @@ def categorical_candidates(hist_f, n_bins_non_missing, sum_g, sum_h, count, *,
     left set is each prefix of that order with 1..min(max_cat_threshold, m - 1)
     categories, then each such suffix, children scored with lambda + cat_l2
     (LightGBM's convention: cat_l2 only penalises the sorted scan's many-category
-    sets; the parent always has plain lambda). With ``ordered`` (``cat_ordered_splits``)
-    and m >= 3, then each prefix of 1..m - 1 categories in bin order (the missing bin
-    last), children scored with plain lambda.
+    sets; the parent always has plain lambda). When the feature has at most
+    ``max_cat_ordered`` categories (``n_bins_non_missing``) and m >= 3, then each
+    prefix of 1..m - 1 categories in bin order (the missing bin last), children scored
+    with plain lambda.
     """
     cats = present_categories(hist_f, n_bins_non_missing)
     m = len(cats)
@@ -251,7 +252,7 @@ def categorical_candidates(hist_f, n_bins_non_missing, sum_g, sum_h, count, *,
     out = [(frozenset(left), *categorical_candidate(hist_f, left, sum_g, sum_h, count,
                                                     **params))
            for left in lefts]
-    if ordered and m >= 3:
+    if m >= 3 and n_bins_non_missing <= max_cat_ordered:
         plain = {**params, "cat_l2": 0.0}
         out += [(frozenset(cats[:k]), *categorical_candidate(hist_f, cats[:k], sum_g, sum_h,
                                                              count, **plain))

@@ -77,7 +77,7 @@ def test_ordered_splits_take_a_prefix_of_the_declared_order(ordinal_frame):
     assert tree.is_categorical[0] == 1
     assert left_categories(tree) == {0, 1, 2}
     assert ordered.score(X, y) == 1.0
-    plain = TreeBoostClassifier(cat_ordered_splits=False, **kw).fit(X, y)
+    plain = TreeBoostClassifier(max_cat_ordered=0, **kw).fit(X, y)
     assert len(left_categories(plain.booster_.trees[0][0])) == 1
     assert plain.score(X, y) < 0.85
 
@@ -95,10 +95,39 @@ def test_ordered_splits_follow_the_category_order_not_the_labels(ordinal_frame):
     assert TreeBoostClassifier(**kw).fit(shuffled, y).score(shuffled, y) < 0.85
 
 
-def test_cat_ordered_splits_must_be_a_bool(ordinal_frame):
+def test_no_ordered_splits_on_an_identifier():
+    """An identifier whose sorted names line up with the class in training: unbounded
+    ordered splits take it, and every test row (an unseen name, the missing side) lands
+    on one side; at the default bound (fewer categories than the identifier's) the
+    model is the one without ordered splits."""
+    rng = np.random.default_rng(4)
+    n = 400
+    y = np.repeat([0, 1], n // 2)
+    names = [f"{'a' if c == 0 else 'b'}{i:04d}" for i, c in enumerate(y)]
+    signal = y + rng.normal(scale=0.5, size=n)
+    X = pd.DataFrame({"name": pd.Categorical(names), "signal": signal})
+    train = rng.permutation(n)[:300]
+    test = np.setdiff1d(np.arange(n), train)
+    X_tr, X_te = X.iloc[train].reset_index(drop=True), X.iloc[test].reset_index(drop=True)
+    X_tr["name"] = X_tr["name"].cat.remove_unused_categories()
+    X_te["name"] = pd.Categorical(X_te["name"].astype(str))
+    kw = dict(n_estimators=20, min_samples_leaf=5, random_state=0)
+
+    def fit(**extra):
+        return TreeBoostClassifier(**kw, **extra).fit(X_tr, y[train])
+
+    # the test frame's names are all unseen: refitted categories, so predict on codes
+    # the model maps to missing
+    default, none, unbounded = fit(), fit(max_cat_ordered=0), fit(max_cat_ordered=255)
+    assert_equal = np.testing.assert_array_equal
+    assert_equal(default.predict_proba(X_te), none.predict_proba(X_te))
+    assert np.ptp(unbounded.predict(X_te)) == 0  # one class for every test row
+
+
+def test_max_cat_ordered_is_checked(ordinal_frame):
     X, y = ordinal_frame
-    with pytest.raises((TypeError, ValueError), match="cat_ordered_splits"):
-        TreeBoostClassifier(cat_ordered_splits="yes").fit(X, y)
+    with pytest.raises(ValueError, match="max_cat_ordered"):
+        TreeBoostClassifier(max_cat_ordered=-1).fit(X, y)
 
 
 @pytest.mark.parametrize("spec", [[0], ["c"], [True, False], "from_dtype"])

@@ -368,7 +368,7 @@ def mixed_data(seed=15, n_samples=4000):
 
 CAT_PARAMS = [{}, {"cat_l2": 1.0, "cat_smooth": 1.0, "max_cat_threshold": 4,
                    "max_cat_to_onehot": 6, "reg_lambda": 0.5},
-              {"cat_ordered_splits": False}]
+              {"max_cat_ordered": 0}]
 
 
 @pytest.mark.parametrize("cat_params", CAT_PARAMS, ids=["defaults", "custom", "unordered"])
@@ -382,7 +382,7 @@ def test_categorical_splits_are_the_twin_best_of_their_node(cat_params):
                                       "min_child_weight")}
     categorical = {k: full[k] for k in ("cat_l2", "cat_smooth", "max_cat_threshold",
                                         "max_cat_to_onehot")}
-    categorical["ordered"] = full["cat_ordered_splits"]
+    categorical["max_cat_ordered"] = full["max_cat_ordered"]
     used = set()
     for node, rows in node_rows(tree, sample_indices).items():
         if tree.left[node] < 0:

@@ -68,7 +68,7 @@ PEER_NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
                              ("enable_categorical",), ("categorical_features",)),
     "max_cat_to_onehot": (("max_cat_to_onehot",), ("max_cat_to_onehot",), ()),
     "max_cat_threshold": (("max_cat_threshold",), ("max_cat_threshold",), ()),
-    "cat_ordered_splits": ((), (), ()),
+    "max_cat_ordered": ((), (), ()),
     "cat_smooth": (("cat_smooth",), (), ()),
     "cat_l2": (("cat_l2",), (), ()),
     "monotone_constraints": (("monotone_constraints", "mc", "monotone_constraint",

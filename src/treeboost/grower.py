@@ -100,8 +100,7 @@ class GrowerParams:
     cat_smooth: float = 10.0
     max_cat_threshold: int = 32
     max_cat_to_onehot: int = 4
-    #: also split categorical features between their categories in code order
-    cat_ordered_splits: bool = True
+    max_cat_ordered: int = 32
     #: as the parameters (``treeboost.constraints``), by index; None: unconstrained
     monotone_constraints: object = None
     interaction_constraints: object = None
@@ -255,7 +254,7 @@ class TreeGrower:
             float(params.min_child_weight), float(params.cat_l2), float(params.cat_smooth),
             int(params.max_cat_threshold), int(params.max_cat_to_onehot),
             1.0 if params.leaf_count == "hessian" else 0.0,
-            1.0 if params.cat_ordered_splits else 0.0)
+            float(params.max_cat_ordered))
         self._tree = self._scratch = None  # built at the first tree
         self._splittable = None  # splittable_features, found at the first tree
         self._multi_root = None

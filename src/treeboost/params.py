@@ -237,12 +237,14 @@ PARAMS = [
           "the categories sorted by gradient.", low=1, scope="ranker", part="grower"),
     Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a categorical "
           "split.", low=1, part="grower"),
-    Param("cat_ordered_splits", "custom", True, "A categorical feature also splits between "
-          "its categories in their code order (a prefix of the categories as pandas orders "
-          "them, declared or sorted; missing right), as integer codes would: an ordinal "
-          "column's levels, grades or ranges keep their order (credit-g +0.0085 accuracy, "
-          "autoMpg +0.0042 R2 at the same random configurations; see the benchmarks page).",
-          choices="True or False", part="grower"),
+    Param("max_cat_ordered", "int", 32, "A categorical feature of at most this many "
+          "categories also splits between its categories in their own order (each prefix "
+          "of the categories as pandas orders them, declared or sorted, against the rest; "
+          "missing right), as integer codes would, so an ordinal column's levels, grades or "
+          "ranges keep their order (credit-g +0.0085 accuracy, autoMpg +0.0042 R2 at the "
+          "same random configurations; see the benchmarks page). Not above it: an "
+          "identifier's sorted codes can line up with the target. 0: never.", low=0,
+          part="grower"),
     Param("cat_smooth", "float", 10.0, "Smoothing of G/(H + cat_smooth) when ordering a "
           "node's categories (pulls rare categories to the middle).", low=0.0, part="grower"),
     Param("cat_l2", "float", 10.0, "Extra L2 regularisation of the children of a "
@@ -389,7 +391,7 @@ _CUSTOM_CHECKS = {"categorical_features": _check_categorical_features,
                   "warm_start": _check_bool,
                   "use_quantized_grad": lambda v: _check_bool(v) or v == "auto",
                   "lambdarank_norm": _check_bool, "label_gain": _check_label_gain,
-                  "stochastic_rounding": _check_bool, "cat_ordered_splits": _check_bool}
+                  "stochastic_rounding": _check_bool}
 
 
 def _check_user_loss(value) -> None:

@@ -29,7 +29,7 @@ from treeboost._kernels.splitting import (
 
 DEFAULTS = {"reg_lambda": 0.0, "reg_alpha": 0.0, "min_samples_leaf": 1,
             "min_child_weight": 1e-3, "cat_l2": 10.0, "cat_smooth": 10.0,
-            "max_cat_threshold": 32, "max_cat_to_onehot": 4, "ordered": False}
+            "max_cat_threshold": 32, "max_cat_to_onehot": 4, "max_cat_ordered": 0}
 # The twins sum a left set's bins in bin order, the kernel in scan order: float64
 # round-off on sums of <= 600 float32 terms of size <= ~5 and on gains of size
 # <= ~1e3, far below these tolerances, far above nothing.
@@ -52,7 +52,7 @@ def run(hist, n_bins_non_missing, totals, is_categorical=None, features=None, **
     split = SplitParams(*(float(p[k]) for k in ("reg_lambda", "reg_alpha", "min_samples_leaf",
                                                 "min_child_weight", "cat_l2", "cat_smooth")),
                         int(p["max_cat_threshold"]), int(p["max_cat_to_onehot"]), 0.0,
-                        1.0 if p["ordered"] else 0.0)
+                        float(p["max_cat_ordered"]))
     find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, out, bitsets,
                      True, None)
     return out, bitsets
@@ -114,11 +114,13 @@ CASES = {
     "max_cat_threshold": {"max_cat_threshold": 2},
     "min_samples_leaf": {"min_samples_leaf": 120},
     "min_child_weight": {"min_child_weight": 60.0},
-    # cat_ordered_splits: the code-order prefixes after either scan
-    "ordered": {"ordered": True},
-    "ordered_onehot_upto_8": {"ordered": True, "max_cat_to_onehot": 8},
-    "ordered_l2": {"ordered": True, "reg_lambda": 3.0, "cat_l2": 1.0},
-    "ordered_min_samples_leaf": {"ordered": True, "min_samples_leaf": 120},
+    # max_cat_ordered: the code-order prefixes after either scan, for features of up to
+    # 255 (all), 7 (not the 30- and 255-category ones) categories
+    "ordered": {"max_cat_ordered": 255},
+    "ordered_upto_7": {"max_cat_ordered": 7},
+    "ordered_onehot_upto_8": {"max_cat_ordered": 255, "max_cat_to_onehot": 8},
+    "ordered_l2": {"max_cat_ordered": 255, "reg_lambda": 3.0, "cat_l2": 1.0},
+    "ordered_min_samples_leaf": {"max_cat_ordered": 255, "min_samples_leaf": 120},
 }
 
 
@@ -166,7 +168,8 @@ def test_never_beats_the_exhaustive_optimum(case):
         m = len(present_categories(hist[f], nb[f]))
         if m <= 8:
             # one against the rest and the ordered prefixes: children without cat_l2
-            cat_l2 = 0.0 if m <= p["max_cat_to_onehot"] or p["ordered"] else p["cat_l2"]
+            cat_l2 = (0.0 if m <= p["max_cat_to_onehot"] or nb[f] <= p["max_cat_ordered"]
+                      else p["cat_l2"])
             best = exhaustive_categorical(
                 hist[f], nb[f], *totals, max_left=p["max_cat_threshold"], cat_l2=cat_l2,
                 **{k: p[k] for k in ("reg_lambda", "reg_alpha", "min_samples_leaf",
@@ -305,7 +308,7 @@ def test_mixed_numerical_and_categorical_features():
     features = [8, 6, 5, 1, 2]
     out, bitsets = run(hist, nb, totals, is_categorical=is_cat, features=features)
     numerical = {k: v for k, v in DEFAULTS.items()
-                 if not k.startswith(("cat", "max_cat", "ordered"))}
+                 if not k.startswith(("cat", "max_cat"))}
     for k, f in enumerate(features):
         if is_cat[f]:
             assert_twin_choice(out[k], bitsets[k], hist[f], nb[f], totals)
@@ -343,7 +346,7 @@ def test_closed_form_ordered_prefix_beats_one_vs_rest():
     out, bitsets = run(hist, [5], (2.0, 5.0, 5.0), **kw)
     assert_allclose(out[0, GAIN], 4 / 2 + 16 / 5 - 4 / 6, rtol=1e-14)
     assert len(bins_of(bitsets[0])) == 1
-    out, bitsets = run(hist, [5], (2.0, 5.0, 5.0), ordered=True, **kw)
+    out, bitsets = run(hist, [5], (2.0, 5.0, 5.0), max_cat_ordered=5, **kw)
     assert_allclose(out[0, GAIN], 16 / 3 + 36 / 4 - 4 / 6, rtol=1e-14)
     assert bins_of(bitsets[0]) == {0, 1}
     assert_array_equal(out[0, [BIN, MISSING_LEFT, LEFT_G, LEFT_H, LEFT_C]], [-1, 0, -4, 2, 2])
@@ -353,7 +356,7 @@ def test_ordered_prefixes_keep_the_missing_bin_right():
     # the missing rows' gradient matches the first categories': a prefix never takes them
     hist = small_hist(ORDINAL, missing=[-2, 1, 1])
     out, bitsets = run(hist, [5], (0.0, 6.0, 6.0), reg_lambda=1.0, min_child_weight=0.0,
-                       max_cat_to_onehot=8, ordered=True)
+                       max_cat_to_onehot=8, max_cat_ordered=5)
     assert bins_of(bitsets[0]) == {0, 1}
     assert out[0, MISSING_LEFT] == 0
 
@@ -363,7 +366,18 @@ def test_ordered_adds_candidates_so_never_lowers_the_gain():
     for seed in range(3):
         hist, nb, totals = random_node(seed)
         plain, _ = run(hist, nb, totals, max_cat_to_onehot=8)
-        ordered, _ = run(hist, nb, totals, max_cat_to_onehot=8, ordered=True)
+        ordered, _ = run(hist, nb, totals, max_cat_to_onehot=8, max_cat_ordered=5)
         assert np.all(ordered[:, GAIN] >= plain[:, GAIN])
         higher += int(np.sum(ordered[:, GAIN] > plain[:, GAIN]))
     assert higher >= 1  # seed 2's 5-category feature
+
+
+def test_no_ordered_splits_above_max_cat_ordered():
+    """A feature of more categories than max_cat_ordered scans as without it."""
+    hist = small_hist(ORDINAL)
+    kw = dict(reg_lambda=1.0, min_child_weight=0.0, max_cat_to_onehot=8)
+    plain = run(hist, [5], (2.0, 5.0, 5.0), **kw)
+    for bound in (0, 4):
+        out = run(hist, [5], (2.0, 5.0, 5.0), max_cat_ordered=bound, **kw)
+        assert_array_equal(out[0], plain[0])
+        assert_array_equal(out[1], plain[1])

@@ -20,12 +20,13 @@ FeatureBins = namedtuple("FeatureBins", ["n_bins_non_missing", "is_categorical",
 #: split-search parameters (floats, the two ints of the categorical scan, then
 #: hessian_counts: 1.0 where ``min_samples_leaf`` bounds a child's hessian-estimated
 #: count (``leaf_count="hessian"``), 0.0 (the default) where it bounds its rows; then
-#: ordered_cats: 1.0 where a categorical feature also splits between its categories in
-#: their code order (``cat_ordered_splits``), 0.0 where not)
+#: max_cat_ordered: a categorical feature of at most this many categories also splits
+#: between its categories in their code order (``max_cat_ordered``; 0.0, the record's
+#: default, never)
 SplitParams = namedtuple("SplitParams", [
     "reg_lambda", "reg_alpha", "min_samples_leaf", "min_child_weight", "cat_l2",
     "cat_smooth", "max_cat_threshold", "max_cat_to_onehot", "hessian_counts",
-    "ordered_cats"], defaults=(0.0, 0.0))
+    "max_cat_ordered"], defaults=(0.0, 0.0))
 
 #: tree shape, and the node sizes from which the parallel kernels are used:
 #: max_leaf_nodes >= 2; max_depth < 0 for none; min_split_gain float;

@@ -222,7 +222,7 @@ def _stable_order(ratio, m, order):
 def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
                       min_samples_leaf, min_child_weight, parent, cat_l2, cat_smooth,
                       max_cat_threshold, max_cat_to_onehot, out, bitset, cats, ratio, order,
-                      bounds, per_hessian, ordered):
+                      bounds, per_hessian, max_cat_ordered):
     # cats, ratio, order: scratch of >= N_BINS entries, so that a node's scan of many
     # small categorical features allocates nothing (allocations were most of its cost)
     m = 0
@@ -291,13 +291,15 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
                 best_cl = cl
                 best_dir = direction
                 best_k = k
-    # Then, with ``ordered``, the prefixes of the categories in code (bin) order, the
-    # missing bin last: the splits integer codes allow, which carry an ordinal column's
-    # order (levels, grades, ranges) that neither scan above keeps. Only m - 1 more
-    # candidates, in an order not taken from the gradients, so plain lambda as a
-    # numerical split's; a tie keeps the scan above.
+    # Then, for a feature of at most max_cat_ordered categories, the prefixes of the
+    # node's categories in code (bin) order, the missing bin last: the splits integer
+    # codes allow, which carry an ordinal column's order (levels, grades, ranges) that
+    # neither scan above keeps. Only m - 1 more candidates, in an order not taken from
+    # the gradients, so plain lambda as a numerical split's; a tie keeps the scan above.
+    # Not for many categories: an identifier's sorted codes can line up with the
+    # target in training, and every unseen one goes right.
     best_ordered = False
-    if ordered > 0.0 and m >= 3:
+    if m >= 3 and nb <= max_cat_ordered:
         gl = 0.0
         hl = 0.0
         cl = 0.0
@@ -392,7 +394,7 @@ def find_best_splits(hist, features, feature_bins, sum_g, sum_h, count, split, o
                               split.min_child_weight, parent, split.cat_l2, split.cat_smooth,
                               split.max_cat_threshold, split.max_cat_to_onehot, out[k],
                               out_bitset[k], cats, ratio, order, bounds, per_hessian,
-                              split.ordered_cats)
+                              split.max_cat_ordered)
         else:
             out_bitset[k, :] = 0
             direction = np.int8(0)  # not the literal 0: a specialisation of its own
