@@ -219,6 +219,29 @@ def _stable_order(ratio, m, order):
 
 
 @kernel
+def _subset_gain(gl, hl, cl, sum_g, sum_h, count, lam, reg_alpha, min_samples_leaf,
+                 min_child_weight, parent, bounds, per_hessian):
+    """Gain of sending a set of categories (sums gl, hl, cl) left; -inf if a child is too
+    small. Children scored with ``lam``; a categorical feature is never monotone, so
+    ``bounds`` (None: compiled out) only clips."""
+    hr = sum_h - hl
+    if per_hessian > 0.0:
+        n_left = np.floor(hl * per_hessian + 0.5)
+        n_right = np.floor(hr * per_hessian + 0.5)
+    else:
+        n_left = cl
+        n_right = count - cl
+    if (n_left < min_samples_leaf or n_right < min_samples_leaf or hl < min_child_weight
+            or hr < min_child_weight):
+        return -np.inf
+    if bounds is None:  # pruned at compile time: no constraints
+        return (leaf_score(gl, hl, lam, reg_alpha)
+                + leaf_score(sum_g - gl, hr, lam, reg_alpha) - parent)
+    return constrained_split_gain(gl, hl, sum_g - gl, hr, lam, reg_alpha, bounds,
+                                  np.int8(0), parent)
+
+
+@kernel
 def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_alpha,
                       min_samples_leaf, min_child_weight, parent, cat_l2, cat_smooth,
                       max_cat_threshold, max_cat_to_onehot, out, bitset, cats, ratio, order,
@@ -268,22 +291,10 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
                 gl += h[c, 0]
                 hl += h[c, 1]
                 cl += h[c, 2]
-            hr = sum_h - hl
-            if per_hessian > 0.0:
-                n_left = np.floor(hl * per_hessian + 0.5)
-                n_right = np.floor(hr * per_hessian + 0.5)
-            else:
-                n_left = cl
-                n_right = count - cl
-            if (n_left < min_samples_leaf or n_right < min_samples_leaf or hl < min_child_weight
-                    or hr < min_child_weight or max_k == 0):
+            if max_k == 0:
                 continue
-            if bounds is None:  # pruned at compile time: no constraints
-                gain = (leaf_score(gl, hl, lam, reg_alpha)
-                        + leaf_score(sum_g - gl, hr, lam, reg_alpha) - parent)
-            else:  # a categorical feature is never monotone: bounds only
-                gain = constrained_split_gain(gl, hl, sum_g - gl, hr, lam, reg_alpha, bounds,
-                                              np.int8(0), parent)
+            gain = _subset_gain(gl, hl, cl, sum_g, sum_h, count, lam, reg_alpha,
+                                min_samples_leaf, min_child_weight, parent, bounds, per_hessian)
             if gain > best:
                 best = gain
                 best_gl = gl
@@ -308,22 +319,8 @@ def _best_categorical(h, nb, missing_bin, sum_g, sum_h, count, reg_lambda, reg_a
             gl += h[c, 0]
             hl += h[c, 1]
             cl += h[c, 2]
-            hr = sum_h - hl
-            if per_hessian > 0.0:
-                n_left = np.floor(hl * per_hessian + 0.5)
-                n_right = np.floor(hr * per_hessian + 0.5)
-            else:
-                n_left = cl
-                n_right = count - cl
-            if (n_left < min_samples_leaf or n_right < min_samples_leaf or hl < min_child_weight
-                    or hr < min_child_weight):
-                continue
-            if bounds is None:
-                gain = (leaf_score(gl, hl, reg_lambda, reg_alpha)
-                        + leaf_score(sum_g - gl, hr, reg_lambda, reg_alpha) - parent)
-            else:
-                gain = constrained_split_gain(gl, hl, sum_g - gl, hr, reg_lambda, reg_alpha,
-                                              bounds, np.int8(0), parent)
+            gain = _subset_gain(gl, hl, cl, sum_g, sum_h, count, reg_lambda, reg_alpha,
+                                min_samples_leaf, min_child_weight, parent, bounds, per_hessian)
             if gain > best:
                 best = gain
                 best_gl = gl
