@@ -52,6 +52,9 @@ def _assert_same_trees(booster, single):
 def _spread(client, X, n_chunks=4):
     """X (2-D or 1-D) as a dask array of ``n_chunks`` row chunks placed on the workers in
     turn."""
+    # a worker that an earlier test's fit restarted may not have registered again yet
+    # (seen once in CI: no workers listed, a modulo by zero below)
+    client.wait_for_workers(2, timeout=120)
     workers = sorted(client.scheduler_info()["workers"])
     parts = np.array_split(X, n_chunks)
     futures = [client.scatter(part, workers=[workers[i % len(workers)]], hash=False)
