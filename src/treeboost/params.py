@@ -235,8 +235,9 @@ PARAMS = [
     Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
           "categories in a node splits one category against the rest, more by a prefix of "
           "the categories sorted by gradient.", low=1, scope="ranker", part="grower"),
-    Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a categorical "
-          "split.", low=1, part="grower"),
+    Param("max_cat_threshold", "int", 32, "Maximum categories on the left of a split over "
+          "categories sorted by gradient (not of the ordered splits, max_cat_ordered).",
+          low=1, part="grower"),
     Param("max_cat_ordered", "int", 32, "A categorical feature of at most this many "
           "categories also splits between its categories in their own order (each prefix "
           "of the categories as pandas orders them, declared or sorted, against the rest; "
