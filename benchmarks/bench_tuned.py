@@ -348,19 +348,26 @@ def _mean_se(d) -> tuple:
 def report(records: list[dict], tag: str, sets=None, peers=PEERS, file=sys.stdout) -> dict:
     """Per set: treeboost (``tag``) minus the best peer, mean over seeds and its standard error.
 
+    ``tag`` may name several variants, separated by commas: a set's seed is read from the
+    first that has it (a variant that cannot change some sets' models, such as a
+    classifier's default on regression data, need not be rerun on them).
+
     The best peer is taken two ways: the better peer of each seed (``delta``), and the peer
     with the better mean over the seeds (``delta_by_mean``). The first is biased against
     any library on a noisy set, since the mean of a maximum exceeds the maximum of the
     means; the summary scores each peer the same ways against the other libraries
     (treeboost among them), which shows how large that bias is.
     """
-    by = {}
+    tags = tag.split(",")
+    by, rank = {}, {}
     for r in records:
         if "paired" in r:
             continue
         key = (r["set"], r["seed"])
         if r["lib"] == "treeboost":
-            if r["tag"] == tag:
+            # the first of the tags with a record of this set and seed
+            if r["tag"] in tags and tags.index(r["tag"]) < rank.get(key, len(tags)):
+                rank[key] = tags.index(r["tag"])
                 by.setdefault(key, {})["treeboost"] = r["test"]
         elif r["lib"] in peers:
             by.setdefault(key, {})[r["lib"]] = r["test"]
@@ -411,7 +418,9 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--libs", default="treeboost," + ",".join(PEERS))
     p.add_argument("--trials", type=int, default=TRIALS)
-    p.add_argument("--tag", default="default", help="name of the treeboost variant")
+    p.add_argument("--tag", default="default",
+                   help="name of the treeboost variant (--report: several, comma-separated, "
+                        "each set's seeds read from the first that has them)")
     p.add_argument("--tb-params", default="{}",
                    help="JSON object of treeboost parameters fixed over its defaults")
     p.add_argument("--jobs", type=int, default=2, help="fits side by side (each one thread)")
