@@ -68,9 +68,9 @@ def ordinal_frame():
 
 def test_ordered_splits_take_a_prefix_of_the_declared_order(ordinal_frame):
     """One stump: the code-order prefix {none, low, mid} separates the classes, which no
-    single level against the rest (6 <= the classifier's max_cat_to_onehot) can."""
+    single level against the rest (6 <= max_cat_to_onehot, set so here) can."""
     X, y = ordinal_frame
-    kw = dict(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2)
+    kw = dict(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2, max_cat_to_onehot=16)
     ordered = TreeBoostClassifier(**kw).fit(X, y)
     tree = ordered.booster_.trees[0][0]
     assert tree.feature[0] == 0
@@ -84,9 +84,10 @@ def test_ordered_splits_take_a_prefix_of_the_declared_order(ordinal_frame):
 
 def test_ordered_splits_follow_the_category_order_not_the_labels(ordinal_frame):
     """Reordering the categories (the same labels) moves the prefixes with them: the
-    reversed order splits at the same place, the shuffled one cannot in one step."""
+    reversed order splits at the same place, the shuffled one cannot in one step (with
+    one level against the rest, not the sorted scan, beside the ordered splits)."""
     X, y = ordinal_frame
-    kw = dict(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2)
+    kw = dict(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2, max_cat_to_onehot=16)
     levels = list(X["level"].cat.categories)
     reversed_ = X.assign(level=X["level"].cat.reorder_categories(levels[::-1]))
     assert TreeBoostClassifier(**kw).fit(reversed_, y).score(reversed_, y) == 1.0

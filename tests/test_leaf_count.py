@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
 
-from treeboost import TreeBoostClassifier, TreeBoostRegressor
+from treeboost import Dataset, TreeBoostClassifier, TreeBoostRegressor, train
 
 FAST = {"n_estimators": 15, "random_state": 0, "min_samples_leaf": 60}
 
@@ -23,7 +23,7 @@ def _splits(model):
 
 def test_hessian_counts_bound_each_child_and_change_the_classifier():
     X, y = make_classification(3000, 8, n_informative=5, random_state=1)
-    by_rows = TreeBoostClassifier(**FAST).fit(X, y)
+    by_rows = TreeBoostClassifier(leaf_count="rows", **FAST).fit(X, y)
     by_hessian = TreeBoostClassifier(leaf_count="hessian", **FAST).fit(X, y)
     splits = _splits(by_hessian)
     assert splits
@@ -53,3 +53,22 @@ def test_refused_by_name():
                            n_estimators=2).fit(X, y)
     with pytest.raises(ValueError, match="leaf_count"):
         TreeBoostRegressor(leaf_count="hessians", n_estimators=2).fit(X, y[:, 0])
+
+
+def test_defaults_by_task():
+    # classification counts by hessian (the tuned comparison on the benchmarks page),
+    # regression and ranking by rows; train() takes the default of its loss's task
+    X, y = make_classification(2000, 8, n_informative=5, random_state=3)
+    default = TreeBoostClassifier(**FAST).fit(X, y)
+    explicit = TreeBoostClassifier(leaf_count="hessian", **FAST).fit(X, y)
+    by_rows = TreeBoostClassifier(leaf_count="rows", **FAST).fit(X, y)
+    np.testing.assert_array_equal(default.predict_proba(X), explicit.predict_proba(X))
+    assert not np.array_equal(default.predict_proba(X), by_rows.predict_proba(X))
+    params = {"loss": "log_loss", "n_estimators": 15, "min_samples_leaf": 60,
+              "random_state": 0}
+    functional = train(params, Dataset(X, y))
+    np.testing.assert_array_equal(functional.predict_raw(X), explicit.booster_.predict_raw(X))
+    from treeboost import TreeBoostRanker
+
+    assert TreeBoostRegressor().leaf_count == "rows"
+    assert TreeBoostRanker().leaf_count == "rows"

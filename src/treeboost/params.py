@@ -195,7 +195,17 @@ PARAMS = [
           "child's hessian sum times the node's rows per unit of hessian, rounded, so that "
           "rows the model already predicts confidently (log loss: small hessians) count as "
           "fewer. The same with unit hessians (squared error, unweighted).",
-          choices=LEAF_COUNTS, part="grower"),
+          choices=LEAF_COUNTS, scope="regressor", part="grower"),
+    Param("leaf_count", "str", "hessian", "What min_samples_leaf counts in a split's "
+          "children: 'hessian', LightGBM's estimate (its min_data_in_leaf), a child's "
+          "hessian sum times the node's rows per unit of hessian, rounded, so that rows the "
+          "model already predicts confidently (small hessians) count as fewer (tuned, it "
+          "scored higher on classification data, see the benchmarks page); 'rows', their "
+          "rows.", choices=LEAF_COUNTS, scope="classifier", part="grower"),
+    Param("leaf_count", "str", "rows", "What min_samples_leaf counts in a split's children: "
+          "'rows', their rows; 'hessian', a child's hessian sum times the node's rows per "
+          "unit of hessian, rounded (LightGBM's min_data_in_leaf).",
+          choices=LEAF_COUNTS, scope="ranker", part="grower"),
     Param("min_split_gain", "float", 0.0, "Minimum gain to make a split.", low=0.0, part="grower"),
     Param("reg_lambda", "float", 0.0, "L2 regularisation of leaf values.", low=0.0, part="grower"),
     Param("reg_alpha", "float", 0.0, "L1 regularisation of leaf values.", low=0.0, part="grower"),
@@ -227,11 +237,10 @@ PARAMS = [
           "the categories sorted by gradient (LightGBM's 4: with 16, categories smaller than "
           "min_samples_leaf cannot split at all; see the benchmarks page).", low=1,
           scope="regressor", part="grower"),
-    Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
+    Param("max_cat_to_onehot", "int", 4, "A categorical feature with at most this many "
           "categories in a node splits one category against the rest, more by a prefix of "
-          "the categories sorted by gradient (LightGBM: 4; 16 overfits less on small "
-          "classification data, see the benchmarks page).", low=1, scope="classifier",
-          part="grower"),
+          "the categories sorted by gradient (LightGBM's 4; see the benchmarks page).",
+          low=1, scope="classifier", part="grower"),
     Param("max_cat_to_onehot", "int", 16, "A categorical feature with at most this many "
           "categories in a node splits one category against the rest, more by a prefix of "
           "the categories sorted by gradient.", low=1, scope="ranker", part="grower"),
