@@ -366,8 +366,9 @@ def report(records: list[dict], tag: str, sets=None, peers=PEERS, file=sys.stdou
         key = (r["set"], r["seed"])
         if r["lib"] == "treeboost":
             # the first of the tags with a record of this set and seed
-            if r["tag"] in tags and tags.index(r["tag"]) < rank.get(key, len(tags)):
-                rank[key] = tags.index(r["tag"])
+            position = tags.index(r["tag"]) if r["tag"] in tags else len(tags)
+            if position < rank.get(key, len(tags)):
+                rank[key] = position
                 by.setdefault(key, {})["treeboost"] = r["test"]
         elif r["lib"] in peers:
             by.setdefault(key, {})[r["lib"]] = r["test"]

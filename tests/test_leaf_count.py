@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
 
-from treeboost import Dataset, TreeBoostClassifier, TreeBoostRegressor, train
+from treeboost import Dataset, TreeBoostClassifier, TreeBoostRanker, TreeBoostRegressor, train
 
 FAST = {"n_estimators": 15, "random_state": 0, "min_samples_leaf": 60}
 
@@ -68,7 +68,5 @@ def test_defaults_by_task():
               "random_state": 0}
     functional = train(params, Dataset(X, y))
     np.testing.assert_array_equal(functional.predict_raw(X), explicit.booster_.predict_raw(X))
-    from treeboost import TreeBoostRanker
-
     assert TreeBoostRegressor().leaf_count == "rows"
     assert TreeBoostRanker().leaf_count == "rows"
