@@ -236,7 +236,9 @@ def categorical_candidates(hist_f, n_bins_non_missing, sum_g, sum_h, count, *,
     sets; the parent always has plain lambda). When the feature has at most
     ``max_cat_ordered`` categories (``n_bins_non_missing``) and m >= 3, then each
     prefix of 1..m - 1 categories in bin order (the missing bin last), children scored
-    with plain lambda.
+    with plain lambda. When it has more, the sorted scan leaves out the categories of
+    fewer than ``cat_smooth`` rows (they stay right): its prefixes and suffixes are of
+    the order without them, at most min(max_cat_threshold, m - 1) categories long.
     """
     cats = present_categories(hist_f, n_bins_non_missing)
     m = len(cats)
@@ -246,9 +248,12 @@ def categorical_candidates(hist_f, n_bins_non_missing, sum_g, sum_h, count, *,
     else:
         ratio = [hist_f[c, 0] / (hist_f[c, 1] + cat_smooth) for c in cats]
         order = [cats[j] for j in sorted(range(m), key=lambda j: ratio[j])]  # stable
-        k_max = min(max_cat_threshold, m - 1)
+        if n_bins_non_missing > max_cat_ordered:
+            order = [c for c in order if hist_f[c, 2] >= cat_smooth]
+        u = len(order)
+        k_max = min(max_cat_threshold, m - 1, u)
         lefts = ([order[:k] for k in range(1, k_max + 1)]
-                 + [order[m - k:] for k in range(1, k_max + 1)])
+                 + [order[u - k:] for k in range(1, k_max + 1)])
     out = [(frozenset(left), *categorical_candidate(hist_f, left, sum_g, sum_h, count,
                                                     **params))
            for left in lefts]

@@ -55,6 +55,33 @@ def test_few_categories_split_one_against_the_rest():
     assert len(left_categories(model.booster_.trees[0][0])) == 1
 
 
+def test_rare_categories_stay_right_past_max_cat_ordered():
+    """In the sorted scan of a feature of more than ``max_cat_ordered`` categories, a
+    category of fewer than ``cat_smooth`` rows never goes left (LightGBM's rule): here
+    the rare one shares the good categories' class, so the best split puts the others
+    left to keep it with them; with the bound above the feature's categories, or no
+    smoothing, it joins the good ones on the left as their gradients order it (no
+    ``cat_l2``, so that a perfect sorted split outscores the imperfect ordered one)."""
+    rng = np.random.default_rng(5)
+    rare, good = 39, list(range(10))
+    cat = np.concatenate([rng.integers(0, 39, 3000), np.full(5, rare)])
+    y = np.isin(cat, good + [rare]).astype(int)
+    X = np.column_stack([cat, rng.normal(size=cat.size)]).astype(float)
+
+    def root_left(**kw):
+        model = TreeBoostClassifier(n_estimators=1, learning_rate=1.0, max_leaf_nodes=2,
+                                    min_samples_leaf=1, categorical_features=[0],
+                                    cat_l2=0.0, **kw).fit(X, y)
+        tree = model.booster_.trees[0][0]
+        assert tree.is_categorical[0] == 1
+        assert model.score(X, y) == 1.0
+        return left_categories(tree)
+
+    assert root_left() == set(range(10, 39))  # 40 categories > max_cat_ordered=32
+    assert root_left(max_cat_ordered=40) == set(good) | {rare}
+    assert root_left(cat_smooth=0.0) == set(good) | {rare}
+
+
 @pytest.fixture(scope="module")
 def ordinal_frame():
     # an ordinal column (declared levels) whose effect is a step between levels 2 and 3

@@ -108,7 +108,11 @@ CASES = {
     "plain": {"cat_l2": 0.0, "cat_smooth": 0.0},
     "l2": {"reg_lambda": 3.0, "cat_l2": 1.0},
     "l1": {"reg_alpha": 2.0},
-    "smooth": {"cat_smooth": 100.0},
+    # past max_cat_ordered (0 here) the sorted scan leaves out categories of fewer than
+    # cat_smooth rows: at 100 every category of these ~70-row nodes; so the smoothing
+    # with the ordered scan on, and a bound that leaves out some categories and not others
+    "smooth": {"cat_smooth": 100.0, "max_cat_ordered": 255},
+    "rare_out": {"cat_smooth": 70.0},
     "onehot_upto_8": {"max_cat_to_onehot": 8},
     "never_onehot": {"max_cat_to_onehot": 1},
     "max_cat_threshold": {"max_cat_threshold": 2},
