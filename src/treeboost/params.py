@@ -257,10 +257,10 @@ PARAMS = [
           part="grower"),
     Param("cat_smooth", "float", 10.0, "Smoothing of G/(H + cat_smooth) when ordering a "
           "node's categories (pulls rare categories to the middle); for a feature of more "
-          "than max_cat_ordered categories, also the rows (counted as min_samples_leaf "
-          "counts them) below which a category stays right in that order (LightGBM's "
-          "rule; mpls_stops +0.0007 accuracy at the same random configurations, see the "
-          "benchmarks page).", low=0.0, part="grower"),
+          "than max_cat_ordered categories, also the rows (estimated from the hessians "
+          "under leaf_count='hessian', unrounded) below which a category stays right in "
+          "that order (LightGBM's rule; mpls_stops +0.0007 accuracy at the same random "
+          "configurations, see the benchmarks page).", low=0.0, part="grower"),
     Param("cat_l2", "float", 10.0, "Extra L2 regularisation of the children of a "
           "categorical split over sorted categories (not of one-vs-rest splits).", low=0.0,
           part="grower"),

@@ -246,7 +246,8 @@ def _subset_gain(gl, hl, cl, sum_g, sum_h, count, lam, reg_alpha, min_samples_le
 @kernel
 def _rare(h, c, per_hessian, rare_below):
     """Whether category (bin) ``c`` has fewer than ``rare_below`` rows in the node, rows
-    estimated from its hessian as ``min_samples_leaf`` counts them."""
+    estimated from its hessian where ``min_samples_leaf``'s are (``per_hessian`` > 0),
+    unrounded (``_subset_gain`` rounds its estimate; the rule was measured unrounded)."""
     rows = h[c, 1] * per_hessian if per_hessian > 0.0 else h[c, 2]
     return rows < rare_below
 
